@@ -243,10 +243,14 @@ func (s *MuxStream) Release() {
 	p.routed = false
 	reusable := !p.closed && p.readers == 0 && !in.stopped && len(in.freeStreams) < maxFreeNotify
 	if reusable {
+		// A frame read leaves its slot nil: the queue's slots hold those
+		// not read. A queue that outgrew the room left the room's slots
+		// pointing at its first frames: a stream in the free list keeps
+		// none.
 		clear(p.queue)
-		// A queue that outgrew the room left the room's slots pointing
-		// at its first frames: a stream in the free list keeps none.
-		clear(s.room[:])
+		if q := p.queue[:cap(p.queue)]; len(q) == 0 || &q[0] != &s.room[0] {
+			clear(s.room[:])
+		}
 		p.queue, p.head = nil, 0
 		p.wake = nil
 		select { // a signal no Recv took (END, when no reader waited)

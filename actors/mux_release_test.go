@@ -237,3 +237,76 @@ func TestMux_ReleasedStreamKeepsNoFrames(t *testing.T) {
 		}
 	}
 }
+
+// TestMux_ReleasedStreamKeepsNoFramesRead checks the same of streams
+// released with frames read one by one or in a batch, or not read,
+// whether their queue stayed in the room or outgrew it.
+func TestMux_ReleasedStreamKeepsNoFramesRead(t *testing.T) {
+	for _, sent := range []int{0, 3, muxStreamRoom, muxStreamRoom + 1, 2*muxStreamRoom + 3} {
+		for _, read := range []int{0, 1, sent / 2, sent, -1} { // -1: RecvAll
+			if read > sent || (read == -1 && sent == 0) {
+				continue
+			}
+			m := newBareMux()
+			s, err := m.Open("a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range sent {
+				m.in.SendUserMessage(nil, messages.Text("a", strconv.Itoa(i)))
+			}
+			if read < 0 {
+				if _, err := s.RecvAll(context.Background(), nil); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range read {
+				if _, err := s.Recv(context.Background()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.Release()
+			if len(m.in.freeStreams) != 1 {
+				t.Fatalf("%d sent, %d read: the stream was not released to the free list", sent, read)
+			}
+			for i, f := range s.room {
+				if f != nil {
+					t.Fatalf("%d sent, %d read: the released stream still holds frame %q in slot %d of its room", sent, read, f.GetText(), i)
+				}
+			}
+			if s.p.queue != nil {
+				t.Fatalf("%d sent, %d read: the released stream keeps a queue of %d", sent, read, len(s.p.queue))
+			}
+		}
+	}
+}
+
+// BenchmarkMux_Run is one run's stream as agent.Run uses it: opened to
+// wake its reader at END only, a dozen frames handed over, read in one
+// batch and the stream released for the next run.
+func BenchmarkMux_Run(b *testing.B) {
+	m := newBareMux()
+	frames := make([]*messages.Frame, 12)
+	for i := range frames[:11] {
+		frames[i] = messages.Text("s", strconv.Itoa(i))
+	}
+	frames[11] = messages.End("s")
+	isEnd := func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }
+	var room [muxStreamRoom]*messages.Frame
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		s, err := m.OpenWake("s", isEnd)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, f := range frames {
+			m.in.SendUserMessage(nil, f)
+		}
+		got, err := s.RecvAll(ctx, room[:0])
+		if err != nil || len(got) != len(frames) {
+			b.Fatalf("RecvAll: %d frames, %v", len(got), err)
+		}
+		s.Release()
+	}
+}

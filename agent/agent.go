@@ -175,24 +175,9 @@ func agentOf(name string) string {
 	return fmt.Sprintf("agent %q", clip(name))
 }
 
-// clip shortens a name or a session id for an error message: past 64
-// bytes, it keeps the whole characters of the first 64 and says the
-// length. It never cuts a UTF-8 character in two (%q would quote the
-// bytes of its half as escapes); a byte that is not UTF-8 counts as one.
-func clip(s string) string {
-	const keep = 64
-	if len(s) <= keep {
-		return s
-	}
-	cut := 0
-	for i := range s {
-		if i > keep {
-			break
-		}
-		cut = i
-	}
-	return fmt.Sprintf("%s…(%d bytes)", s[:cut], len(s))
-}
+// clip shortens a name or a session id for an error message
+// (tools.ClipID).
+func clip(s string) string { return tools.ClipID(s) }
 
 // checkSession returns an error wrapping ErrInvalidSessionID when id is
 // not one a conversation can have.
@@ -1739,7 +1724,10 @@ type conversation struct {
 	// its parent, and is not replaced.
 	supervisorStopped *actors.Mux
 	history           []json.RawMessage
-	total             models.Answer // what the attempts that failed contributed
+	// keptRounds and keptUsage are what the attempts that failed
+	// contributed (with a Store, the rounds the stored session had done).
+	keptRounds []models.Round
+	keptUsage  models.Usage
 	// resumed, with a Store, is the response whose calls the next
 	// attempt's loop gives again, resuming the stored session (nil when
 	// there is none): the loop does not send its text again, the attempt
@@ -1937,8 +1925,7 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 				Err: permanentStore(fmt.Errorf("read the session from the store: %w", err))}
 		}
 		if emit != nil {
-			kept := c.total
-			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: &kept})
+			emit(Event{Kind: EventRestart, Attempt: attempt + 1, Text: ans.Error, Answer: c.result(nil)})
 		}
 	}
 }
@@ -1964,12 +1951,12 @@ func (c *conversation) keep(ans *models.Answer) {
 		if !r.Complete() || !ran(r) {
 			continue
 		}
-		c.total.Rounds = append(c.total.Rounds, r)
+		c.keptRounds = append(c.keptRounds, r)
 		for _, m := range r.Messages() {
 			c.history = append(c.history, m.AppendJSON(nil))
 		}
 	}
-	c.total.Usage = c.total.Usage.Add(ans.Usage)
+	c.keptUsage = c.keptUsage.Add(ans.Usage)
 }
 
 // ran reports whether every call of r ran: none was answered "stopped"
@@ -1989,13 +1976,12 @@ func ran(r models.Round) bool {
 // returns.
 func (c *conversation) result(last *models.Answer) *models.Answer {
 	if last == nil {
-		out := c.total
-		return &out
+		return &models.Answer{Rounds: c.keptRounds, Usage: c.keptUsage}
 	}
-	if kept := c.total.Rounds; len(kept) > 0 {
+	if kept := c.keptRounds; len(kept) > 0 {
 		last.Rounds = append(kept[:len(kept):len(kept)], last.Rounds...)
 	}
-	last.Usage = c.total.Usage.Add(last.Usage)
+	last.Usage = c.keptUsage.Add(last.Usage)
 	return last
 }
 
@@ -2020,12 +2006,12 @@ func (c *conversation) readStored(ctx context.Context, first bool) error {
 	case !ok && first:
 		return c.checkLegacy(ctx)
 	case !ok:
-		c.total.Rounds = nil // nothing was stored: no round ended
+		c.keptRounds = nil // nothing was stored: no round ended
 		return nil
 	case !bytes.Equal(st.GetFirstRequest(), c.first):
 		return nil // another conversation: the loop refuses the request
 	}
-	c.total.Rounds = storedRounds(st)
+	c.keptRounds = storedRounds(st)
 	if st.GetPhase() != messages.LoopPhase_LOOP_PHASE_DONE && len(st.GetCalls()) > 0 {
 		c.resumed = &resumedResponse{text: st.GetText(), call: st.GetCalls()[0].GetCall().GetToolCallId(), calls: st.GetCalls()}
 	}

@@ -285,7 +285,7 @@ func (c *conversation) prepareApproval(ctx context.Context) (*models.Answer, err
 		c.first, c.history = ws.first, slices.Clip(ws.history)
 		// Copies: the answer the Resume returns is the host's, as the
 		// Run's was (see waitingFor), and the session may wait on.
-		c.total.Rounds, c.total.Usage = cloneRounds(ws.rounds), ws.usage
+		c.keptRounds, c.keptUsage = cloneRounds(ws.rounds), ws.usage
 		kept := *ws.ans
 		kept.Rounds = cloneRounds(kept.Rounds)
 		if ans, err := c.apply(decisions, ws.pending, c.result(&kept)); err != nil {
@@ -528,7 +528,7 @@ func (c *conversation) waitingFor(f *messages.Frame, ans *models.Answer, s *acto
 			own := *ans
 			own.Rounds = cloneRounds(own.Rounds)
 			c.a.waiting[c.session] = &waitingStream{s: s, ans: &own, pending: w.Pending, failed: c.approval.failed,
-				first: c.first, history: c.history, rounds: cloneRounds(c.total.Rounds), usage: c.total.Usage}
+				first: c.first, history: c.history, rounds: cloneRounds(c.keptRounds), usage: c.keptUsage}
 			kept = true
 		}
 		c.a.mu.Unlock()

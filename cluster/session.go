@@ -65,16 +65,17 @@ func refusal(cause string) error {
 	return ErrSessionFailed
 }
 
+// MaxSessionIDLen bounds a session id's length in bytes: a member runs
+// the session as a tool loop's, kept in the store under its id, and the
+// record of its calls held for approval under the id and
+// tools.ApprovalStoreSuffix; it is [tools.MaxSessionIDLen], which keeps
+// both within durability.MaxNameLen (pgstore.MaxNameLen too).
+const MaxSessionIDLen = tools.MaxSessionIDLen
+
 // checkSessionID reports why id cannot name a session, wrapping
 // durability.ErrInvalidName, or nil: the store keeps a session under its
-// id (pgstore holds names of 1 to pgstore.MaxNameLen bytes), and requests
-// carry the id in protobuf strings, which must be valid UTF-8.
-// MaxSessionIDLen bounds a session id's length in bytes: the store keeps
-// the session under its id and the record of its calls held for
-// approval under the id and tools.ApprovalStoreSuffix, and its names
-// hold at most pgstore.MaxNameLen bytes.
-const MaxSessionIDLen = pgstore.MaxNameLen - len(tools.ApprovalStoreSuffix)
-
+// id (see [MaxSessionIDLen]), and requests carry the id in protobuf
+// strings, which must be valid UTF-8.
 func checkSessionID(id string) error {
 	var why string
 	switch {
@@ -90,14 +91,9 @@ func checkSessionID(id string) error {
 	return fmt.Errorf("session id %s: %w: %s", shortID(id), durability.ErrInvalidName, why)
 }
 
-// shortID quotes id for an error message, cut short when it is long.
-func shortID(id string) string {
-	const most = 64
-	if len(id) <= most {
-		return fmt.Sprintf("%q", id)
-	}
-	return fmt.Sprintf("%q... (%d bytes)", id[:most], len(id))
-}
+// shortID quotes id for an error message, cut short when it is long
+// (tools.ClipID).
+func shortID(id string) string { return fmt.Sprintf("%q", tools.ClipID(id)) }
 
 // param is one PARAM of the request that starts a session.
 type param struct {

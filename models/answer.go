@@ -210,31 +210,46 @@ func (a *Answer) Add(f *messages.Frame) {
 
 func (a *Answer) result(f *messages.Frame) {
 	id := f.GetToolCallId()
-	idx := -1
-	for i, c := range a.cur.Calls {
-		if c.ID == id {
-			idx = i
-			break
+	calls, results := a.cur.Calls, a.cur.Results
+	// Results come in call order from a tool loop: the next call's is
+	// the common case, appended as it is.
+	k := len(results)
+	inOrder := k < len(calls) && calls[k].ID == id && (k == 0 || results[k-1].CallID == calls[k-1].ID)
+	if inOrder {
+		// The results so far are kept in call order, one a call, the
+		// last that of call k-1: they are those of calls 0 to k-1. Then
+		// this one is new unless an earlier call has its id.
+		for _, c := range calls[:k] {
+			if c.ID == id {
+				inOrder = false
+				break
+			}
 		}
 	}
-	if idx < 0 || slices.ContainsFunc(a.cur.Results, func(r ToolResult) bool { return r.CallID == id }) {
-		return // no such call, or answered already: one result per call
+	idx := k
+	if !inOrder {
+		idx = a.callIndex(id)
+		if idx < 0 || slices.ContainsFunc(results, func(r ToolResult) bool { return r.CallID == id }) {
+			return // no such call, or answered already: one result per call
+		}
 	}
-	res := ToolResult{CallID: id, Name: f.GetName(), Content: f.GetPayload(), IsError: f.IsErrorResult(),
-		FailureKind: f.GetMeta().GetFailureKind()}
-	// Results come in call order from a tool loop; keep that order
-	// whatever order they come in.
-	if a.cur.Results == nil {
-		if len(a.resultRoom) >= len(a.cur.Calls) {
-			a.cur.Results = a.resultRoom[:0]
+	if results == nil {
+		if len(a.resultRoom) >= len(calls) {
+			results = a.resultRoom[:0]
 		} else {
-			a.cur.Results = make([]ToolResult, 0, len(a.cur.Calls))
+			results = make([]ToolResult, 0, len(calls))
 		}
 	}
-	a.cur.Results = append(a.cur.Results, res)
-	for i := len(a.cur.Results) - 1; i > 0 && a.callIndex(a.cur.Results[i-1].CallID) > idx; i-- {
-		a.cur.Results[i], a.cur.Results[i-1] = a.cur.Results[i-1], a.cur.Results[i]
+	results = append(results, ToolResult{CallID: id, Name: f.GetName(), Content: f.GetPayload()})
+	if m := f.GetMeta(); m != nil {
+		last := &results[len(results)-1]
+		last.IsError, last.FailureKind = f.IsErrorResult(), m.GetFailureKind()
 	}
+	// Keep the call order whatever order the results come in.
+	for i := len(results) - 1; !inOrder && i > 0 && a.callIndex(results[i-1].CallID) > idx; i-- {
+		results[i], results[i-1] = results[i-1], results[i]
+	}
+	a.cur.Results = results
 }
 
 func (a *Answer) callIndex(id string) int {

@@ -3,7 +3,10 @@ package models_test
 import (
 	"encoding/json"
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -132,5 +135,81 @@ func TestAnswer_SecondResultOfACallIsIgnored(t *testing.T) {
 	want := []string{"assistant  ", `tool A "first"`, `tool B "b"`, "assistant  done"}
 	if fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("messages\n got  %q\n want %q", got, want)
+	}
+}
+
+// figure7Frames is figure 7's run as its loop emits it: three rounds of
+// one call, each with its finish reason and result, then the answer in
+// one piece, its finish reason and END.
+func figure7Frames(s string) []*messages.Frame {
+	var out []*messages.Frame
+	for i, name := range []string{"noop_a", "noop_b", "noop_c"} {
+		id := "call_" + strconv.Itoa(i+1)
+		out = append(out, messages.ToolCall(s, id, name, json.RawMessage(`{"n":`+strconv.Itoa(i+1)+`}`)),
+			models.FinishFrame(s, "tool_calls"), messages.RawToolResult(s, id, name, json.RawMessage(`{"ok":true}`)))
+	}
+	return append(out, messages.Text(s, "done"), models.FinishFrame(s, "stop"), messages.End(s))
+}
+
+// BenchmarkAnswer folds figure 7's run into an Answer from NewAnswer, as
+// agent.Run does once the run's END has come: on the run's critical path.
+// The collector is kept out of the loop, as figure 7's interleaved rows
+// keep it out of their slices: the heap is collected, untimed, every
+// 1000 answers, so that they reuse memory as a run's do.
+func BenchmarkAnswer(b *testing.B) {
+	frames := figure7Frames("s")
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	b.ReportAllocs()
+	n := 0
+	for b.Loop() {
+		if n++; n%1000 == 0 {
+			b.StopTimer()
+			runtime.GC()
+			b.StartTimer()
+		}
+		a := models.NewAnswer("s")
+		for _, f := range frames {
+			a.Add(f)
+		}
+		if !a.Answered || a.Text != "done" || a.ToolCalls() != 3 {
+			b.Fatalf("answer %+v", a)
+		}
+	}
+}
+
+// Results are kept in call order whatever order they come in, one a
+// call: a result for a call whose id an earlier call has too goes to the
+// first call of that id, and a second result of an id is ignored.
+func TestAnswer_ResultsInCallOrder(t *testing.T) {
+	call := func(id string) *messages.Frame { return messages.ToolCall("s", id, "f", json.RawMessage(`{}`)) }
+	result := func(id, v string) *messages.Frame { return messages.RawToolResult("s", id, "f", json.RawMessage(v)) }
+	for _, c := range []struct {
+		name   string
+		frames []*messages.Frame
+		want   string
+	}{
+		{"in order", []*messages.Frame{call("A"), call("B"), call("C"), result("A", "1"), result("B", "2"), result("C", "3")}, "A1 B2 C3"},
+		{"reversed", []*messages.Frame{call("A"), call("B"), call("C"), result("C", "3"), result("B", "2"), result("A", "1")}, "A1 B2 C3"},
+		{"middle first", []*messages.Frame{call("A"), call("B"), call("C"), result("B", "2"), result("A", "1"), result("C", "3")}, "A1 B2 C3"},
+		{"again in order", []*messages.Frame{call("A"), call("B"), result("A", "1"), result("A", "9"), result("B", "2"), result("B", "9")}, "A1 B2"},
+		{"unknown", []*messages.Frame{call("A"), result("Z", "9"), result("A", "1")}, "A1"},
+		{"same id twice", []*messages.Frame{call("A"), call("A"), result("A", "1"), result("A", "2")}, "A1"},
+		{"same id after another", []*messages.Frame{call("A"), call("B"), call("A"), result("B", "2"), result("A", "1"), result("A", "3")}, "A1 B2"},
+		{"same id, later first", []*messages.Frame{call("A"), call("B"), call("B"), result("A", "1"), result("B", "2"), result("B", "3")}, "A1 B2"},
+	} {
+		var a models.Answer
+		for _, f := range append(c.frames, messages.End("s")) {
+			a.Add(f)
+		}
+		if len(a.Rounds) != 1 {
+			t.Fatalf("%s: rounds %+v", c.name, a.Rounds)
+		}
+		var got []string
+		for _, r := range a.Rounds[0].Results {
+			got = append(got, r.CallID+string(r.Content))
+		}
+		if strings.Join(got, " ") != c.want {
+			t.Errorf("%s: results %q, want %q", c.name, got, c.want)
+		}
 	}
 }

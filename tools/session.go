@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
@@ -137,7 +138,8 @@ const MetaSession = "session"
 // messages.LoopCancelled) load as sessions not cancelled.
 type SessionOptions struct {
 	// ID names the session in the store (it is the store's actor name);
-	// required, of [MaxSessionIDLen] bytes at most.
+	// required, valid UTF-8 (the session's events hold it as a protobuf
+	// string), of [MaxSessionIDLen] bytes at most.
 	ID string
 	// Store keeps the session; required. The caller owns and closes it.
 	Store durability.Store
@@ -159,10 +161,34 @@ type SessionOptions struct {
 // approval under the ID and [ApprovalStoreSuffix], a name that must fit
 // durability.MaxNameLen, the longest every store of the module takes, so
 // that a session stored in one store fits any other, and the record of
-// its held calls fits wherever the session does. [NewLoop] and
-// [ReadSession] refuse a longer ID up front, with an error wrapping
-// durability.ErrInvalidName.
+// its held calls fits wherever the session does. [NewLoop], and
+// [MoveSession] of its target, refuse a longer ID up front, with an
+// error wrapping durability.ErrInvalidName; [ReadSession] and
+// [MoveSession] of its source take one, so that a session a store holds
+// under it (boltstore takes longer names, and earlier versions kept
+// sessions so) is read and moved to an ID that fits.
 const MaxSessionIDLen = durability.MaxNameLen - len(ApprovalStoreSuffix)
+
+// ClipID shortens a session id, or another id or name a session's
+// records hold (a call's, an agent's, a key), for an error message,
+// which quotes it: past 64 bytes, it keeps the whole characters of the
+// first 64 and says the length. It never cuts a UTF-8 character in two
+// (%q would quote the bytes of its half as escapes); a byte that is not
+// UTF-8 counts as one. Ids run to a thousand bytes.
+func ClipID(id string) string {
+	const keep = 64
+	if len(id) <= keep {
+		return id
+	}
+	cut := 0
+	for i := range id {
+		if i > keep {
+			break
+		}
+		cut = i
+	}
+	return fmt.Sprintf("%s…(%d bytes)", id[:cut], len(id))
+}
 
 // DefaultSessionSnapshotEvery is the session snapshot interval when
 // [SessionOptions].SnapshotEvery is zero.
@@ -173,13 +199,38 @@ const DefaultSessionSnapshotEvery = 100
 // step that completes it.
 const DefaultSessionBufferBytes = 1 << 20
 
+// validate checks the options of a loop that keeps the session (see
+// validateRead), and that its ID fits every store ([MaxSessionIDLen]).
 func (o *SessionOptions) validate() error {
+	if err := idFits(o.ID); err != nil {
+		return fmt.Errorf("session: %w", err)
+	}
+	return o.validateRead()
+}
+
+// idFits returns an error wrapping durability.ErrInvalidName when a
+// session kept under id, or the record of its held calls, would not fit
+// every store (see [MaxSessionIDLen]).
+func idFits(id string) error {
+	if len(id) <= MaxSessionIDLen {
+		return nil
+	}
+	return fmt.Errorf("id of %d bytes: %w: the session's calls held for approval are kept under the id and %q, %d bytes, more than the %d every store takes (durability.MaxNameLen): an id takes up to %d bytes",
+		len(id), durability.ErrInvalidName, ApprovalStoreSuffix, len(id)+len(ApprovalStoreSuffix), durability.MaxNameLen, MaxSessionIDLen)
+}
+
+// validateRead checks the options and sets the defaults, but for the
+// ID's length: a session a store holds under a longer ID (boltstore
+// takes one, and earlier versions kept sessions so) is still read, and
+// moved to one that fits ([MoveSession]).
+func (o *SessionOptions) validateRead() error {
 	switch {
 	case o.ID == "":
 		return errors.New("session: empty id")
-	case len(o.ID) > MaxSessionIDLen:
-		return fmt.Errorf("session: id of %d bytes: %w: the session's calls held for approval are kept under the id and %q, %d bytes, more than the %d every store takes (durability.MaxNameLen): an id takes up to %d bytes",
-			len(o.ID), durability.ErrInvalidName, ApprovalStoreSuffix, len(o.ID)+len(ApprovalStoreSuffix), durability.MaxNameLen, MaxSessionIDLen)
+	case !utf8.ValidString(o.ID):
+		// The session's events hold it as a protobuf string: the loop's
+		// first write would fail.
+		return fmt.Errorf("session: id %q: %w: it is not valid UTF-8", ClipID(o.ID), durability.ErrInvalidName)
 	case o.Store == nil:
 		return errors.New("session: nil store")
 	case o.Timeout < 0:
@@ -284,7 +335,7 @@ func (sl *sessionLog) context() (context.Context, context.CancelFunc) {
 // durability.OpDecode.
 func ReadSession(ctx context.Context, store durability.Store, id string) (st *messages.LoopSession, ok bool, err error) {
 	o := SessionOptions{ID: id, Store: store}
-	if err := o.validate(); err != nil {
+	if err := o.validateRead(); err != nil {
 		return nil, false, fmt.Errorf("read session: %w", err)
 	}
 	prov, err := o.provider()
@@ -293,7 +344,7 @@ func ReadSession(ctx context.Context, store durability.Store, id string) (st *me
 	}
 	sl := newSessionLog(o, prov)
 	if err := sl.loadContext(ctx); err != nil {
-		return nil, false, fmt.Errorf("read session %q: %w", id, err)
+		return nil, false, fmt.Errorf("read session %q: %w", ClipID(id), err)
 	}
 	if !sl.rec.started {
 		return nil, false, nil
@@ -315,10 +366,10 @@ func DeleteSession(ctx context.Context, store durability.Store, id string) error
 	// durability.Provider), so MaxInt64 covers them all.
 	for _, name := range []string{id, id + ApprovalStoreSuffix} {
 		if err := store.DeleteEvents(ctx, name, math.MaxInt64); err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
+			return fmt.Errorf("delete session %q: %w", ClipID(id), err)
 		}
 		if err := store.DeleteSnapshots(ctx, name, math.MaxInt64); err != nil {
-			return fmt.Errorf("delete session %q: %w", id, err)
+			return fmt.Errorf("delete session %q: %w", ClipID(id), err)
 		}
 	}
 	return nil
@@ -360,7 +411,7 @@ var ErrSessionExists = errors.New("move session: the target holds another sessio
 func MoveSession(ctx context.Context, store durability.Store, from, to string) (moved bool, err error) {
 	defer func() {
 		if err != nil {
-			err = fmt.Errorf("move session %q to %q: %w", from, to, err)
+			err = fmt.Errorf("move session %q to %q: %w", ClipID(from), ClipID(to), err)
 		}
 	}()
 	switch {
@@ -376,6 +427,9 @@ func MoveSession(ctx context.Context, store durability.Store, from, to string) (
 		return false, errors.New("the session is where the target would keep its calls held for approval")
 	case store == nil:
 		return false, errors.New("nil store")
+	}
+	if err := idFits(to); err != nil {
+		return false, fmt.Errorf("the target's %w", err)
 	}
 	st, ok, err := ReadSession(ctx, store, from)
 	if err != nil || !ok {
@@ -572,7 +626,7 @@ func (sl *sessionLog) drop() {
 // load reads the stored session, at the start of an incarnation.
 func (ss *sessionState) load(c actors.Context) {
 	if err := ss.log.load(); err != nil {
-		c.Fail(fmt.Errorf("load session %q: %w", ss.opts.ID, err))
+		c.Fail(fmt.Errorf("load session %q: %w", ClipID(ss.opts.ID), err))
 	}
 }
 
@@ -652,7 +706,7 @@ func (ss *sessionState) write(c actors.Context) {
 		if r := recover(); r != nil {
 			if se, ok := r.(*durability.StoreError); ok {
 				ss.log.drop()
-				c.Fail(fmt.Errorf("persist session %q: %w", ss.opts.ID, se))
+				c.Fail(fmt.Errorf("persist session %q: %w", ClipID(ss.opts.ID), se))
 			}
 			panic(r)
 		}
@@ -666,7 +720,7 @@ func (ss *sessionState) write(c actors.Context) {
 func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSession, payload []byte) bool {
 	if ss.active != "" && ss.active != s.stream {
 		s.hold = true
-		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ss.opts.ID), "", false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q is busy on another stream", ClipID(ss.opts.ID)), "", false)
 		return false
 	}
 	if !ss.log.rec.started {
@@ -677,7 +731,7 @@ func (ss *sessionState) admit(c actors.WrapperContext, l *loopLogic, s *loopSess
 	s.hold = true
 	st := ss.log.rec.state(ss.opts.ID, ss.log.index)
 	if !bytes.Equal(st.GetFirstRequest(), payload) {
-		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ss.opts.ID), FailureSessionConflict, false)
+		l.fail(c, s, fmt.Sprintf("tool loop: session %q was started with a different request; use a new session id for a new conversation", ClipID(ss.opts.ID)), FailureSessionConflict, false)
 		return false
 	}
 	ss.active = s.stream

@@ -17,8 +17,8 @@ import (
 
 // TestSessionOptions_IDFitsEveryStore: a session whose ID leaves its
 // record of calls held for approval (ID + ApprovalStoreSuffix) within
-// durability.MaxNameLen runs to its answer; NewLoop and ReadSession
-// refuse an ID one byte longer up front, with a short error wrapping
+// durability.MaxNameLen runs to its answer; NewLoop, and MoveSession
+// to it, refuse an ID one byte longer up front, with a short error wrapping
 // durability.ErrInvalidName that says its length, the limit and why.
 func TestSessionOptions_IDFitsEveryStore(t *testing.T) {
 	store := memstore.New(nil)
@@ -44,13 +44,13 @@ func TestSessionOptions_IDFitsEveryStore(t *testing.T) {
 
 	long := id + "s"
 	_, newErr := tools.NewLoop(model.Spec("model"), &tools.LoopOptions{Session: &tools.SessionOptions{ID: long, Store: store}})
-	_, _, readErr := tools.ReadSession(testCtx(t), store, long)
-	for what, err := range map[string]error{"NewLoop": newErr, "ReadSession": readErr} {
+	_, moveErr := tools.MoveSession(testCtx(t), store, id, long)
+	for what, err := range map[string]error{"NewLoop": newErr, "MoveSession to it": moveErr} {
 		msg := ""
 		if err != nil {
 			msg = err.Error()
 		}
-		if !errors.Is(err, durability.ErrInvalidName) || len(msg) > 400 {
+		if !errors.Is(err, durability.ErrInvalidName) || len(msg) > 600 {
 			t.Fatalf("%s of an id of %d bytes: %v, want durability.ErrInvalidName, short", what, len(long), err)
 		}
 		for _, says := range []string{strconv.Itoa(len(long)), strconv.Itoa(durability.MaxNameLen), strconv.Itoa(longest), tools.ApprovalStoreSuffix} {

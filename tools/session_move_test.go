@@ -8,6 +8,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/memstore"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/tools"
@@ -37,7 +38,7 @@ func TestMoveSession_RefusesItsOwnHeldCallsRecord(t *testing.T) {
 }
 
 // putSession stores st under its id as a loop would snapshot it.
-func putSession(t *testing.T, store *memstore.Store, st *messages.LoopSession) {
+func putSession(t *testing.T, store durability.Store, st *messages.LoopSession) {
 	t.Helper()
 	packed, err := anypb.New(st)
 	if err != nil {

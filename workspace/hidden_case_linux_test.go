@@ -169,3 +169,33 @@ func TestWriteFile_ThroughLinkWithAncestorHidden(t *testing.T) {
 		t.Errorf("a command reads %q from notes.txt after the write; want %q", out.Stdout, "new\n")
 	}
 }
+
+// A command's link planted at a path to hide after the write's name was
+// checked, before the write chose what it replaces, is not written
+// through: the write follows a link to a path to hide only if it saw
+// none at the check, and the choice of what it replaces, made on the
+// link itself, refuses it as the check would have. The content does
+// not land where the link leads, a file commands see.
+func TestWriteFile_LinkPlantedAfterTheCheck(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("*.pem")}, {Path: in("cfg/.env")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+	for _, name := range []string{"x.pem", "cfg/.env"} {
+		mustDo(t, os.MkdirAll(in("cfg"), 0o755))
+		to, err := filepath.Rel(filepath.Dir(in(name)), in("notes.txt"))
+		mustDo(t, err)
+		fx.ws.hookAfterCheck = func() { mustDo(t, os.Symlink(to, in(name))) }
+		res, err := fx.ws.WriteFile(context.Background(), WriteFileInput{Path: name, Content: "secret\n"})
+		mustDo(t, err)
+		if res.Success || res.Reason != ReasonLinkToHidden {
+			t.Errorf("write_file %s, a link to notes.txt planted there after the check: %+v; want refused (%s)",
+				name, res, ReasonLinkToHidden)
+		}
+		if got := readFile(t, in("notes.txt")); got != notesContent {
+			t.Errorf("notes.txt after the write of %s: %q; want it untouched", name, got)
+		}
+		fx.ws.hookAfterCheck = nil
+		mustDo(t, os.Remove(in(name)))
+	}
+}

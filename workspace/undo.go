@@ -415,7 +415,7 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 		return nil
 	})
 	if err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	olds := []string{journalKeyPrefixV1 + journalKeyRest(j.name, session), session + JournalStoreSuffix}
 	if !empty {
@@ -444,10 +444,10 @@ func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, erro
 		return false, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
-		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", session, old, err)
+		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	if err := j.store.DeleteEvents(ctx, old, uint64(len(events)-1)); err != nil {
-		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", session, old, err)
+		return true, fmt.Errorf("journal of session %q: moved from %q, which could not be deleted: %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	return true, nil
 }
@@ -469,7 +469,7 @@ func (j *Journal) readOld(ctx context.Context, session, old string) (first uint6
 		return nil
 	})
 	if err != nil && !errors.Is(err, errStopOld) {
-		return 0, nil, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", session, old, err)
+		return 0, nil, fmt.Errorf("journal of session %q: read the journal of an earlier version (%q): %w", tools.ClipID(session), tools.ClipID(old), err)
 	}
 	if !journal {
 		return 0, nil, nil
@@ -533,10 +533,10 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	if err := j.store.PersistEvent(ctx, j.key(session), next, data); err != nil {
-		return fmt.Errorf("journal of session %q: %w", session, err)
+		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	j.next[session] = next + 1
 	return nil
@@ -581,7 +581,7 @@ func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uin
 		return nil
 	})
 	if err != nil {
-		return nil, 0, fmt.Errorf("journal of session %q: %w", session, err)
+		return nil, 0, fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	return writes, next, nil
 }
@@ -649,7 +649,7 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 			}
 		}
 		if from < 0 {
-			return nil, fmt.Errorf("%w: %q in session %q", ErrNoSuchCall, fromCall, session)
+			return nil, fmt.Errorf("%w: %q in session %q", ErrNoSuchCall, tools.ClipID(fromCall), tools.ClipID(session))
 		}
 	}
 	undo := writes[from:]

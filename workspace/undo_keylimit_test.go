@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
@@ -114,5 +115,43 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 			_, err = lj.Changes(ctx, id)
 			invalidName(t, fmt.Sprintf("Changes of a session whose journal key is %d bytes", key), err, key, len(id), len(longer), durability.MaxNameLen)
 		})
+	}
+}
+
+// TestJournal_ErrorsQuoteSessionClipped: the journal's errors quote a
+// session id, and a call id, clipped, whole characters only, with
+// their lengths: an agent's session ids run to a thousand bytes.
+func TestJournal_ErrorsQuoteSessionClipped(t *testing.T) {
+	store := memstore.New(nil)
+	_, j := newJournal(t, t.TempDir(), store)
+	session := "a" + strings.Repeat("é", 400) // odd: a cut at a byte count falls inside an é
+	call := "c" + strings.Repeat("é", 300)
+	ctx := t.Context()
+	_, err := j.Undo(ctx, session, call)
+	if !errors.Is(err, workspace.ErrNoSuchCall) {
+		t.Fatalf("Undo from a call the session never made: %v, want ErrNoSuchCall", err)
+	}
+	clippedQuotes(t, err.Error(), len(session), len(call))
+	store.Close()
+	_, err = j.Changes(ctx, session+"x")
+	if err == nil {
+		t.Fatal("Changes on a closed store: no error")
+	}
+	// What the journal says of it: the store's error, wrapped, is the
+	// store's.
+	clippedQuotes(t, strings.TrimSuffix(err.Error(), errors.Unwrap(err).Error()), len(session)+1)
+}
+
+// clippedQuotes fails unless msg is short, says each of lengths, and
+// quotes whole UTF-8 characters (%q escapes the bytes of a cut one).
+func clippedQuotes(t *testing.T, msg string, lengths ...int) {
+	t.Helper()
+	if len(msg) > 600 || !utf8.ValidString(msg) || strings.Contains(msg, `\x`) {
+		t.Errorf("%q: want it short, with whole characters", msg)
+	}
+	for _, n := range lengths {
+		if !strings.Contains(msg, strconv.Itoa(n)) {
+			t.Errorf("%q does not say %d", msg, n)
+		}
 	}
 }

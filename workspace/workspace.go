@@ -226,10 +226,20 @@ type Options struct {
 	// workspace with all it holds (for write_file too, nothing in it is
 	// a path to hide for that entry).
 	//
+	// Paths beneath /tmp and /dev outside the workspace hide nothing,
+	// and need not: a sandbox has a /tmp and a /dev of its own, with
+	// nothing of the host's in them.
+	//
 	// What is hidden, and when:
 	//   - New follows the links of each entry, once: what a path led to
 	//     then is hidden, whatever commands do to the link later; what a
-	//     pattern matched then is hidden as a path that existed then.
+	//     pattern matched then is hidden as a path that existed then;
+	//     and a pattern, or a path not there yet, whose directory a
+	//     link in the workspace led out of it (keys -> /srv/keys, for
+	//     keys/*.pem or keys/a.pem) is looked for at each set-up where
+	//     the link led then (/srv/keys/*.pem, /srv/keys/a.pem), whatever
+	//     became of the link. Not where such a link leads into a system
+	//     directory: see below.
 	//   - Each command's sandbox, as it is set up (which may be ahead of
 	//     the command: see [Workspace.Warm]), also hides an entry that
 	//     did not exist when New ran, resolved again then, and each
@@ -278,6 +288,14 @@ type Options struct {
 	//     which the next set-up follows as said above.
 	//
 	// What is not hidden:
+	//   - What an entry, a pattern's directory or a match leads to
+	//     through a link in the workspace, when that is a system
+	//     directory commands read ([sandbox.ReadableDirs]: /usr, /etc,
+	//     /opt, …), in one, or holds one (.env -> /etc/app/env, keys ->
+	//     /opt/app/keys for keys/*.pem): the link may be a command's,
+	//     which would otherwise make every later sandbox hide what
+	//     commands need to run. New logs a warning naming each such
+	//     entry; name the path there itself in HidePaths to hide it.
 	//   - From a command already running when a path to hide appears
 	//     or its content is written: its sandbox does not cover it, and
 	//     it can read, copy or move it.
@@ -379,6 +397,9 @@ type Workspace struct {
 	// and after (true) its n-th wait for a preparation.
 	hookWarm func(n int, waited bool)
 
+	// hookAfterCheck, when set by tests, runs after a write's name is
+	// checked and before the write chooses what it replaces.
+	hookAfterCheck func()
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error
 	// makes the write fail there.
@@ -528,13 +549,19 @@ func (w *Workspace) setUpSandbox() error {
 	// this Workspace: every Workspace open on it hides those places.
 	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits,
 		LinkTargets: sandbox.LinkTargetsOf(w.dir)}.WithDefaults()
+	var ledToSystem []sandbox.LinkToSystem
 	if err == nil {
 		// Resolved once, here: a sandbox hides what these paths were,
 		// not what commands may make them lead to later.
-		cfg.Resolved, err = sandbox.ResolveHide(cfg.Hide, w.dir)
+		cfg.Resolved, ledToSystem, err = sandbox.ResolveHideNoting(cfg.Hide, w.dir)
 	}
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)
+	}
+	for _, l := range ledToSystem {
+		w.log.Warn("workspace: a path to hide leads through a link in the workspace into a system directory, "+
+			"where no sandbox hides it (the link may be a command's); name what is there in HidePaths to hide it",
+			"entry", l.Entry, "path", l.Path, "leadsTo", l.To, "left", l.Count)
 	}
 	prot, err := w.probe(cfg)
 	switch {

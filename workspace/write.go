@@ -63,7 +63,15 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
+	if w.hookAfterCheck != nil {
+		w.hookAfterCheck()
+	}
 	target, perm, exists, rf := w.writeTarget(name)
+	if rf == nil && target != name {
+		// A link at name, followed: one a command planted after the
+		// check (linkToHidden) is refused on what was followed.
+		rf = w.linkedHidden(name, name)
+	}
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
 	}
@@ -115,6 +123,16 @@ func (w *Workspace) linkToHidden(name string) *refusal {
 	}
 	link, ok := w.linkOnTheWay(name)
 	if !ok {
+		return nil
+	}
+	return w.linkedHidden(name, link)
+}
+
+// linkedHidden refuses a write to name, with the symbolic link link on
+// the way to it, when name is a path hidden from commands (see
+// linkToHidden).
+func (w *Workspace) linkedHidden(name, link string) *refusal {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
 		return nil
 	}
 	hidden, folded := w.hiddenName(name)

@@ -442,7 +442,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// mounted: beneath /tmp, it was not there to be found before (the
 	// sandbox's own /tmp covers the host's), unlike the paths inside it
 	// that were resolved when it was opened (their identities say where).
-	late, err := planHiding(plan.missing, nil, plan.missingTargets, wsPath)
+	late, err := planHidingLedOut(plan.missing, nil, plan.missingTargets, wsPath, plan.ledOut)
 	if err != nil {
 		return p, "", nil, err
 	}

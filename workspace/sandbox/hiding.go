@@ -240,6 +240,16 @@ type HiddenPath struct {
 	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
+	// LedOut marks a pattern, or a path that did not exist, that
+	// [ResolveHide] kept with its directory where a link in the
+	// workspace led it, out of the workspace (/elsewhere/sec/*.key,
+	// for sec/*.key with sec -> /elsewhere/sec). That link may be a
+	// command's, and so the place: a match there, or the path, that
+	// leads to "/", to the workspace, or to, into or above a directory
+	// of [ReadableDirs] leads nowhere at a set-up, as it does through
+	// the link as the workspace is opened. The same pattern or path named in Hide is
+	// hidden by the usual rules.
+	LedOut bool `json:"ledOut,omitempty"`
 }
 
 // ErrHiddenMoved is wrapped by the set-up error of a sandbox that
@@ -403,10 +413,13 @@ func (t *LinkTargets) add(found []string) {
 // of an earlier opening made of it can then only make a sandbox hide
 // more, never less: each set-up matches the patterns again, and hides
 // what they match by its own rules (see [HiddenPath]), besides what
-// was resolved here; a pattern whose directory a link in the workspace
-// leads out of it (sec -> /elsewhere/sec for sec/*.key) is kept with
-// that directory too (/elsewhere/sec/*.key), and matched there at each
-// set-up, which follows no link out of the workspace. Only a path or a
+// was resolved here; a pattern, or a path that does not exist yet,
+// whose directory a link in the workspace leads out of it (sec ->
+// /elsewhere/sec for sec/*.key or sec/a.key) is kept with that
+// directory too (/elsewhere/sec/*.key, /elsewhere/sec/a.key), and
+// looked for there at each set-up, which follows no link out of the
+// workspace (what leads from there into a system directory leads
+// nowhere: see [HiddenPath.LedOut]). Only a path or a
 // pattern's match that leads to
 // "/", to the workspace itself or nowhere (a loop) through a link in
 // the workspace leads nowhere, as it does at a set-up, and is not
@@ -417,34 +430,66 @@ func (t *LinkTargets) add(found []string) {
 // /bin/sh): such a link may be a command's, and what it leads to is
 // what commands need to run, so a command cannot make later sandboxes
 // hide the system. A secret kept there is hidden by naming it itself
-// in Hide, not through a link. A FIFO is never opened, and each
-// directory is listed once per component of a pattern, whatever number
-// of links lead to it.
+// in Hide, not through a link ([ResolveHideNoting] says which entries
+// such a link led nowhere, for the host to warn of). A FIFO is never
+// opened, and each directory is listed once per component of a
+// pattern, whatever number of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
+	resolved, _, err := ResolveHideNoting(hide, workspace)
+	return resolved, err
+}
+
+// LinkToSystem is an entry of [Config.Hide] that [ResolveHide] did not
+// hide, in part or whole, because it leads through a link in the
+// workspace to, into or above a directory of [ReadableDirs]: a secret
+// the workspace's owner keeps there and reaches through that link is
+// visible to commands. Naming the secret itself in Hide hides it.
+type LinkToSystem struct {
+	Entry string // the entry of Hide
+	// Path is the first of its paths left out: the entry, a match of
+	// the pattern, or its directory (a pattern's components before its
+	// first wildcard, a path's parent) where no set-up looks for what
+	// appears later; links on the way are not followed.
+	Path  string
+	To    string // where the links led Path
+	Count int    // how many paths that existed were left out (a pattern's matches)
+}
+
+// ResolveHideNoting is [ResolveHide], which also returns the entries
+// of hide it left out, in part or whole, because they lead through a
+// link in the workspace into a system directory (one LinkToSystem per
+// entry, in the order of hide), so that the host can warn of them.
+func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToSystem, error) {
 	ws, err := filepath.EvalSymlinks(workspace)
 	if err != nil {
-		return nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
+		return nil, nil, fmt.Errorf("%w: workspace %s: %v", ErrConfig, workspace, err)
 	}
 	var out []HiddenPath
+	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
 	for i, h := range hide {
 		if !filepath.IsAbs(h) {
-			return nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
+			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
 		}
 		matches := []string{h}
+		note := LinkToSystem{Entry: h}
 		if isPattern(h) {
 			if matches, err = globOpened(h); err != nil {
-				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			// The pattern itself, with no identity, is matched again at
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			for _, p := range []string{h, patternLedOut(h, ws)} {
-				if hp := (HiddenPath{Path: p}); p != "" && !have[hp] {
+			ledOut, dir, to := ledOutOfWorkspace(h, ws)
+			for _, hp := range []HiddenPath{{Path: h}, {Path: ledOut, LedOut: true}} {
+				if hp.Path != "" && !have[hp] {
 					have[hp] = true
 					out = append(out, hp)
 				}
+			}
+			if to != "" {
+				note.Path, note.To = dir, to
 			}
 		}
 		for _, m := range matches {
@@ -456,9 +501,12 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				r, err = "", nil
 			}
 			if err != nil {
-				return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
 			if r != "" && systemPlace(r, ws) && throughWorkspaceLink(m, ws) {
+				if note.Count++; note.To == "" {
+					note.Path, note.To = filepath.Clean(m), r
+				}
 				if isPattern(h) {
 					continue
 				}
@@ -468,7 +516,7 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 			if r != "" {
 				fi, err := os.Lstat(r)
 				if err != nil {
-					return nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+					return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 				}
 				hp.Path = r
 				hp.Dev, hp.Ino = fileID(fi)
@@ -477,35 +525,59 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 				have[hp] = true
 				out = append(out, hp)
 			}
+			if r != "" || isPattern(h) {
+				continue
+			}
+			// Nothing there yet: what is written there later, through
+			// a link in the workspace that leads its directory out of
+			// it, is hidden where that link led, as for a pattern.
+			ledOut, dir, to := ledOutOfWorkspace(h, ws)
+			if hp := (HiddenPath{Path: ledOut, LedOut: true}); ledOut != "" && !have[hp] {
+				have[hp] = true
+				out = append(out, hp)
+			}
+			if to != "" && note.To == "" {
+				note.Path, note.To = dir, to
+			}
+		}
+		if note.To != "" {
+			notes = append(notes, note)
 		}
 	}
-	return out, nil
+	return out, notes, nil
 }
 
-// patternLedOut returns the pattern h (absolute) with its directory,
-// the components before its first wildcard, where links lead it when
-// that is through a link in the workspace wsPath to a directory out of
-// it (sec -> /elsewhere/sec for sec/*.key gives /elsewhere/sec/*.key),
-// not "/" nor a system place; otherwise "". A set-up follows no link
-// out of the workspace, so this is how it matches, each time, where the
-// workspace's owner keeps secrets through a link, whatever became of
-// the link.
-func patternLedOut(h, wsPath string) string {
+// ledOutOfWorkspace returns the pattern or path h (absolute) with its
+// directory (a pattern's components before its first wildcard, a
+// path's parent) where links lead it when that is through a link in
+// the workspace wsPath to a directory out of it (sec -> /elsewhere/sec
+// for sec/*.key gives /elsewhere/sec/*.key, for sec/a.key
+// /elsewhere/sec/a.key), not "/" nor a system place; otherwise "". A
+// set-up follows no link out of the workspace, so this is how it
+// hides, each time, where the workspace's owner keeps secrets through
+// a link, whatever became of the link. When the directory dir leads so
+// into a system place, to is where: nothing is kept there.
+func ledOutOfWorkspace(h, wsPath string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
-	dir := strings.Join(parts[:i], "/")
+	if i < 0 {
+		i = len(parts) - 1
+	}
+	dir = strings.Join(parts[:i], "/")
 	if dir == "" {
-		return ""
+		return "", "", ""
 	}
 	r, ok := resolveLinks(nil, dir, "", true)
-	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || systemPlace(r, wsPath) ||
-		!throughWorkspaceLink(dir, wsPath) {
-		return ""
+	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || !throughWorkspaceLink(dir, wsPath) {
+		return "", "", ""
 	}
 	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
-		return ""
+		return "", "", ""
 	}
-	return filepath.Join(append([]string{r}, parts[i:]...)...)
+	if systemPlace(r, wsPath) {
+		return "", dir, r
+	}
+	return filepath.Join(append([]string{r}, parts[i:]...)...), "", ""
 }
 
 // systemPlace reports whether the path r (resolved) outside the
@@ -545,8 +617,9 @@ type hidePlan struct {
 	outside, inside, ancestors, missing []string
 	missingTargets, targets             []string
 	ids                                 map[string]HiddenPath
-	seen                                lstats         // what the planning found
-	matched                             map[string]int // each pattern's number of matches
+	seen                                lstats          // what the planning found
+	matched                             map[string]int  // each pattern's number of matches
+	ledOut                              map[string]bool // the patterns kept where a link led (see ledOutOf)
 }
 
 // lstats remembers what Lstat returned for each path, for one look at
@@ -586,6 +659,30 @@ var ErrConfig = errors.New("sandbox configuration")
 // is followed only into it, as resolveHidden and globHidden say; the
 // places in the workspace that links led to are the plan's targets.
 func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string) (hidePlan, error) {
+	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed))
+}
+
+// ledOutOf returns the patterns of fixed kept only where a link in the
+// workspace led them ([HiddenPath.LedOut]), not named as such too.
+func ledOutOf(fixed []HiddenPath) map[string]bool {
+	ledOut := map[string]bool{}
+	for _, f := range fixed {
+		if f.LedOut {
+			ledOut[f.Path] = true
+		}
+	}
+	for _, f := range fixed {
+		if !f.LedOut {
+			delete(ledOut, f.Path)
+		}
+	}
+	return ledOut
+}
+
+// planHidingLedOut is planHiding, with the patterns of ledOut matched
+// as [HiddenPath.LedOut] says: a match that leads into a system place
+// leads nowhere.
+func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPath string, ledOut map[string]bool) (hidePlan, error) {
 	var resolved, missing, missingTargets, found []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
@@ -611,6 +708,9 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 		return add(r)
 	}
 	for _, f := range fixed {
+		if f.LedOut && !ledOut[f.Path] {
+			continue // named as such too: matched once, by the usual rules
+		}
 		if f.Dev == 0 && f.Ino == 0 {
 			list = append(list, f.Path)
 			continue
@@ -635,13 +735,18 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 		}
 		for _, m := range matches {
 			r, err := resolveHidden(seen, m, wsPath, true)
-			if err != nil && isPattern(h) && (r == "/" || r == wsPath) {
+			if err != nil && (isPattern(h) || ledOut[h]) && (r == "/" || r == wsPath) {
 				// A match that leads to "/" or the workspace (a
-				// link made where the pattern matches) leads nowhere.
+				// link made where the pattern matches), or a path
+				// kept where a link in the workspace led, leads
+				// nowhere.
 				continue
 			}
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
+			}
+			if r != "" && ledOut[h] && systemPlace(r, wsPath) {
+				continue // where a command's link may have led: see HiddenPath.LedOut
 			}
 			if r == "" {
 				if !isPattern(h) {
@@ -666,7 +771,8 @@ func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath stri
 	// Parents first: what is beneath a hidden directory is hidden with
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
-	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched}
+	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched,
+		ledOut: ledOut}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {

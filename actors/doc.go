@@ -101,7 +101,9 @@
 //     on a stream still open for others) but a TOOL_CALL or DESCRIBE,
 //     which begins that call again, a new one (models number the calls
 //     of each response afresh); and the Logic's second END of an ended
-//     call ends none of the stream's others. When the failed frame carries the id of one of
+//     call, however long ago it ended, ends none of the stream's others
+//     (nor, once the Logic has ended calls of a stream by their ids,
+//     does an END with an id the stream never carried). When the failed frame carries the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets

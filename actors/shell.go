@@ -964,7 +964,8 @@ const openInline = 2
 
 // endedMax is how many of the calls the Logic ended by their ids an open
 // stream keeps (see endedCall), the oldest forgotten: a late frame of
-// one forgotten, but an argument chunk, opens it again.
+// one forgotten, but an argument chunk, opens it again. A second END of
+// one forgotten ends nothing all the same (see endCall).
 const endedMax = 16
 
 // openQuiet is how many quiet streams openStreams keeps, past its
@@ -1150,8 +1151,8 @@ func (o *openStreams) others(id, call string) []string {
 // endedCall reports whether the Logic ended the call of tool-call id
 // call on id, open, by its id, and the call is not open again since
 // (see reopened): a frame with its id is the call's rest (see
-// restOfEnded), and a second END of it ends none of the stream's other
-// calls.
+// restOfEnded). A second END of it, as of one no longer kept, ends none
+// of the stream's other calls (see endCall).
 func (o *openStreams) endedCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1196,8 +1197,19 @@ func (o *openStreams) endedRest(id, call string) bool {
 // of a call the stream does not hold is of a call the Logic ended (by
 // its id, or the stream with it), still on its way; noted, it would
 // open that call again, for a restart or stop to answer a second time.
+//
+// It runs for every argument chunk, the streaming hot path: it reads
+// the stream's state in place, copying none of it.
 func (o *openStreams) continues(id, call string) bool {
-	st, ok := o.get(id)
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return heldCall(call, o.calls[i], o.multi[i], o.spent[i])
+		}
+	}
+	if len(o.more) == 0 {
+		return false
+	}
+	st, ok := o.more[id]
 	return ok && heldCall(call, st.call, st.multi, st.spent)
 }
 
@@ -1236,10 +1248,17 @@ func (o *openStreams) joined(m []string, prev, call string) []string {
 
 // endCall ends the call of tool-call id call on id, when id carries it
 // among other calls, and reports whether the stream stays open for its
-// other calls: it ended the call, or the call is one the Logic ended
-// before (see endedCall), whose second END ends nothing. It reports
-// false, leaving the stream as it was, when the stream carries a single
-// call or none of that id.
+// other calls: it ended the call, or the call is not the stream's but
+// the Logic ended calls of it by their ids (see endedRest), so that this
+// END is a second END of one of them, which ends nothing: one the
+// stream keeps (see endedCall), or one it no longer keeps, past
+// endedMax. It reports false, leaving the stream as it was, when the
+// stream carries a single call or none of that id and the Logic ended
+// none of its calls by their ids: the END is the stream's. On a stream
+// of which the Logic ended calls, an END with an id the stream never
+// carried is told from a second END of a call it no longer keeps by
+// nothing, and ends nothing either: the stream's calls still open get
+// their answers, from the Logic or from a restart or stop.
 func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1249,7 +1268,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok || len(o.done[i]) > 0 && slices.Contains(o.done[i], call)
+			return ok || o.spent[i] && call != o.calls[i]
 		}
 	}
 	st, found := o.more[id]
@@ -1262,7 +1281,7 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok || slices.Contains(st.done, call)
+	return ok || st.spent && call != st.call
 }
 
 // ending returns done, the calls of a stream the Logic ended by their

@@ -24,8 +24,8 @@ import (
 // as a model's prompt) and a TOOL_CALL of tool "hold"; answers any other
 // TOOL_CALL with a TOOL_RESULT and the END of the call alone (its id),
 // and a TOOL_CALL of tool "twice" with a second END of it after;
-// answers a TEXT "probe" with END of its stream; and fails on a TEXT
-// "boom".
+// answers a TEXT "again <id>" with a second END of call <id>, a TEXT
+// "probe" with END of its stream; and fails on a TEXT "boom".
 func twiceEndingDuplex() Spec {
 	return frameDuplex(func(c Context, f *messages.Frame) {
 		id := f.GetStreamId()
@@ -34,6 +34,8 @@ func twiceEndingDuplex() Spec {
 			c.Emit(messages.End(id))
 		case f.GetType() == messages.FrameType_TEXT && f.GetText() == "boom":
 			panic("boom")
+		case f.GetType() == messages.FrameType_TEXT && strings.HasPrefix(f.GetText(), "again "):
+			c.Emit(endOf(id, strings.TrimPrefix(f.GetText(), "again ")))
 		case f.GetType() == messages.FrameType_TOOL_CALL && f.GetName() != "hold":
 			c.Emit(messages.RawToolResult(id, f.GetToolCallId(), f.GetName(), []byte(`1`)))
 			c.Emit(endOf(id, f.GetToolCallId()))
@@ -124,6 +126,26 @@ func TestConn_SecondEndOfAnEndedCallEndsNoOther(t *testing.T) {
 			t.Errorf("stream s got %q, want %q (b answered by the stop)", got, want)
 		}
 	})
+}
+
+// TestConn_SecondEndOfAForgottenEndedCallEndsNoOther: a stream carries
+// a call of no id (a TEXT) beside calls the Logic answers and ends by
+// their ids, more than the stream keeps (endedMax); the Logic then ends
+// the first of them, forgotten, a second time. That END ends nothing
+// either: the call of no id is still open, and the stop answers it.
+func TestConn_SecondEndOfAForgottenEndedCallEndsNoOther(t *testing.T) {
+	frames := []*messages.Frame{messages.Text("s", "hi")}
+	var want []string
+	for i := range endedMax + 1 {
+		c := "c" + strconv.Itoa(i)
+		frames = append(frames, messages.ToolCall("s", c, "tool", nil))
+		want = append(want, "END/"+c+"[]")
+	}
+	frames = append(frames, messages.Text("s", "again c0"))
+	want = append(append(want, "END/c0[]"), stoppedPair("")...)
+	if got := stopAnswers(t, frames...); !slices.Equal(got, want) {
+		t.Errorf("stream s got %q,\nwant %q (the call of no id answered by the stop)", got, want)
+	}
 }
 
 // TestConn_LateFrameOfAnEndedCall: a stream carries a call of no id (a
@@ -236,6 +258,59 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 		}
 		if o.endedCall(id, "c"+strconv.Itoa(calls-endedMax-1)) {
 			t.Errorf("stream %s: more than %d ended calls kept", id, endedMax)
+		}
+	}
+}
+
+// TestOpenStreams_SecondEndPastEndedMax: a second END of a call the
+// Logic ended, past the endedMax a stream keeps, ends none of the calls
+// the stream still holds (one of no id, or one with an id); an END with
+// an id a stream of which the Logic ended no call does not hold ends the
+// stream, as it always did.
+func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
+	for _, id := range []string{"s", "m"} { // inline, and past the inline room
+		for _, held := range []string{"", "h"} {
+			var o openStreams
+			if id == "m" {
+				o.openCalls("x0")
+				o.openCalls("x1")
+			}
+			o.openCalls(id, held)
+			for i := range endedMax + 1 {
+				c := "c" + strconv.Itoa(i)
+				o.noteCall(id, c)
+				o.endCall(id, c)
+			}
+			if o.endedCall(id, "c0") {
+				t.Fatalf("stream %s: c0 still kept among the ended calls", id)
+			}
+			if !o.endCall(id, "c0") || !o.has(id) {
+				t.Errorf("stream %s holding %q: a second END of c0, ended past endedMax, ended the stream", id, held)
+			}
+			if calls, anon := o.answers(id, nil); held == "" && !anon || held != "" && !slices.Equal(calls, []string{held}) {
+				t.Errorf("stream %s holding %q: answers %q (of no id: %v) after a second END of c0", id, held, calls, anon)
+			}
+			// The stream's own call ended: an END with its id closes it.
+			if held != "" && (o.endCall(id, held) || !o.has(id)) {
+				// endCall reports false for the one call held: the
+				// caller (shell.emit) removes the stream.
+				t.Errorf("stream %s: the END of its last call %s reported as another's", id, held)
+			}
+		}
+		// Never ended a call: an END with an id it does not hold is the
+		// stream's END.
+		var o openStreams
+		if id == "m" {
+			o.openCalls("x0")
+			o.openCalls("x1")
+		}
+		o.openCalls(id, "")
+		if o.endCall(id, "c9") {
+			t.Errorf("stream %s of a call of no id: an END with id c9 left it open", id)
+		}
+		o.openCalls(id, "c1")
+		if o.endCall(id, "c9") {
+			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 left it open", id)
 		}
 	}
 }

@@ -116,3 +116,39 @@ func TestFold_TurnHandedOverNotCopied(t *testing.T) {
 		t.Fatalf("the turn's frames were copied for the fold (at %p), want the observer's own (at %p)", &frames[0], unsafe.SliceData(o.turn))
 	}
 }
+
+// A turn recorded stays where the fold reads it when the observer's
+// next frames outgrow its buffer: the append that grows it copies the
+// buffer outside in.mu, and a fold may read the record meanwhile, in
+// the array it was recorded in. That array is never written again, by
+// the fold or by the turns after it; the view shows every frame.
+func TestFold_GrownBufferLeftAsRecorded(t *testing.T) {
+	in, o := newObserved(t)
+	in.Snapshot("") // the log folded
+	o.request(messages.End("s"))
+	o.response(messages.Text("s", "a"))
+	o.Handled() // the turn recorded, the response not ended
+	recordedIn := o.turn[:cap(o.turn)]
+	was := slices.Clone(recordedIn)
+	for i := 0; cap(o.turn) == len(recordedIn); i++ { // the next frames grow the buffer
+		o.response(messages.Text("s", strconv.Itoa(i)))
+	}
+	if unsafe.SliceData(o.turn) == unsafe.SliceData(recordedIn) {
+		t.Fatal("the buffer did not move as it grew")
+	}
+	if d := in.Snapshot("s").Session; d == nil || d.Response != "a" {
+		t.Fatalf("session s %+v, want the response so far, %q, read where it was recorded", d, "a")
+	}
+	o.Handled() // the turn after the fold: moved to the buffer's start
+	o.response(messages.End("s"))
+	requestTurn(o, "s", messages.Text("s", "b"), messages.End("s"))
+	in.Snapshot("")
+	for i := range recordedIn {
+		if recordedIn[i] != was[i] {
+			t.Fatalf("frame %d of the array the turn was recorded in changed from %+v to %+v after it grew", i, was[i], recordedIn[i])
+		}
+	}
+	if d := in.Snapshot("s").Session; d == nil || d.Requests != 2 || d.Answer != "b" {
+		t.Fatalf("session s %+v, want two requests, the second answered %q", d, "b")
+	}
+}

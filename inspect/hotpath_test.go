@@ -372,3 +372,33 @@ func TestInspector_HotFieldsShareALine(t *testing.T) {
 		t.Fatalf("the lock at byte %d and the hot fields up to byte %d, want them all in the first 64", at, end)
 	}
 }
+
+// The hook that fills the log folds it without bumping the version: a
+// stream that reads the version then, and sends, sees the next record
+// bump it, whichever hook leaves it (a turn or a tool result).
+func TestVersion_BumpedAfterTheHooksOwnFold(t *testing.T) {
+	for _, next := range []string{"turn", "tool result"} {
+		t.Run(next, func(t *testing.T) {
+			in, o := newObserved(t)
+			run := newHookRun(t, "v")
+			folds := func() uint64 {
+				in.mu.Lock()
+				defer in.mu.Unlock()
+				return in.folds
+			}
+			before := folds()
+			for turn := 0; folds() == before; turn = (turn + 1) % len(run.results) {
+				in.OnToolResult(run.results[turn]) // no reader: the log fills
+			}
+			v := in.version.Load() // a stream reads it, and sends what the hook folded
+			if next == "turn" {
+				requestTurn(o, "w", messages.Text("w", "hi"), messages.End("w"))
+			} else {
+				in.OnToolResult(run.results[0])
+			}
+			if got := in.version.Load(); got == v {
+				t.Fatalf("the version stayed %d over a %s recorded after the hook's fold: a stream would not send it", v, next)
+			}
+		})
+	}
+}

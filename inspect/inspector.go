@@ -276,7 +276,8 @@ type record struct {
 // straddled two lines, one of them shared with the next record, which
 // the other core may write. The padded array starts its records on the
 // next line; if the allocator places it otherwise (another version of
-// the runtime), the plain array is taken when it is aligned.
+// the runtime), the plain array is taken, wherever it lies: the pad
+// would then only move the records off their lines.
 func newLog() []record {
 	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
 		return p.records[:0]

@@ -54,7 +54,8 @@ const openQuiet = 1024
 
 // endedMax is how many of the calls the model ended by their ids a
 // stream keeps (see openStream.done), as the runtime does: the oldest
-// go first.
+// go first. A second END of one gone ends nothing all the same (see
+// openStream.endsAlone).
 const endedMax = 16
 
 // note notes f, a frame the consumer wrote that opens a call (as the
@@ -108,9 +109,10 @@ func (o *consumerCalls) endsAlone(stream, call string) bool {
 
 // ended notes the model's END of tool-call id call on stream: it ends
 // that call, if the stream carries it among others (see openStream.end),
-// or else the stream; a second END of a call it ended so ends nothing,
-// as for the runtime. An ERROR is not noted: the call, or stream, is
-// open until its END.
+// or else the stream; a second END of a call it ended so, or any END of
+// an id the stream does not hold once the model ended one of its calls,
+// ends nothing, as for the runtime (see openStream.endsAlone). An ERROR
+// is not noted: the call, or stream, is open until its END.
 func (o *consumerCalls) ended(stream, call string) {
 	st, ok := o.open[stream]
 	if !ok {
@@ -123,8 +125,8 @@ func (o *consumerCalls) ended(stream, call string) {
 		o.open[stream] = st
 		return
 	}
-	if call != "" && slices.Contains(st.done, call) {
-		return
+	if st.endsAlone(call) {
+		return // a second END of a call the model ended: it ends nothing
 	}
 	delete(o.open, stream)
 }
@@ -159,7 +161,8 @@ func (o *consumerCalls) prune(p *PendingCalls) {
 // an id counts); the model's END with one of their ids ends that call
 // alone (see end), and one of no id, or of the id of a stream's sole
 // call, ends the stream. The model's second END of a call it ended so
-// ends nothing.
+// ends nothing, as does, once it ended one, an END of an id the stream
+// does not hold (see endsAlone).
 type openStream struct {
 	at    uint64   // consumerCalls.opens at its last write (see note)
 	call  string   // the tool-call id noted last of its calls
@@ -262,10 +265,15 @@ func (s *openStream) end(call string) bool {
 
 // endsAlone reports whether the model's END or ERROR of tool-call id
 // call ends that call alone, the stream staying open for its others (see
-// end), or is its second END, which ends none of them, without changing
-// the entry.
+// end), or is a second END of a call the model ended, which ends none of
+// them, without changing the entry. Once the model ended a call of the
+// stream by its id (spent), an END with an id the stream does not hold
+// is taken for such a second END, as the runtime takes it: one of a call
+// ended past endedMax, no longer in done, cannot be told from one of an
+// id the stream never carried. On a stream of which the model ended no
+// call, it is the stream's END.
 func (s *openStream) endsAlone(call string) bool {
-	return call != "" && (s.among(call) || slices.Contains(s.done, call))
+	return call != "" && (s.among(call) || s.spent && call != s.call)
 }
 
 // among reports whether the stream carries the call of tool-call id call

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
@@ -162,4 +163,58 @@ func TestConsumerCalls_RestOfAnEndedCallOpensNothing(t *testing.T) {
 func withID(f *messages.Frame, call string) *messages.Frame {
 	f.ToolCallId = call
 	return f
+}
+
+// TestConsumerCalls_SecondEndPastEndedMax: a second END of a call the
+// model ended, past the endedMax a stream keeps, ends none of the calls
+// the stream still holds (one of no id, or one with an id), nor does an
+// END of an id the stream never carried, once the model ended a call of
+// it by its id: the runtime cannot tell one from the other either. On a
+// stream of which the model ended no call, an END with an id the stream
+// does not hold ends it, as it always did.
+func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
+	var p PendingCalls
+	for _, held := range []string{"", "h"} {
+		var o consumerCalls
+		o.note(opens("s", held), &p)
+		for i := range endedMax + 1 {
+			c := fmt.Sprint("c", i)
+			o.note(opens("s", c), &p)
+			o.ended("s", c)
+		}
+		if slices.Contains(o.open["s"].done, "c0") {
+			t.Fatal("c0 still kept among the ended calls")
+		}
+		for _, call := range []string{"c0", "never"} {
+			if !o.endsAlone("s", call) {
+				t.Errorf("holding %q: an END of %s taken for the stream's", held, call)
+			}
+			o.ended("s", call)
+			if !o.has("s") {
+				t.Fatalf("holding %q: an END of %s ended the stream", held, call)
+			}
+		}
+		if held == "" {
+			o.ended("s", "") // the END of no id is the stream's
+		} else if o.endsAlone("s", held) {
+			t.Errorf("the END of %s, the stream's last call, taken for its alone", held)
+		} else {
+			o.ended("s", held)
+		}
+		if o.has("s") {
+			t.Errorf("holding %q: the stream's END left it", held)
+		}
+	}
+	for _, held := range [][]string{{""}, {"", "c1"}, {"c1"}} {
+		var o consumerCalls
+		for _, c := range held {
+			o.note(opens("s", c), &p)
+		}
+		if o.endsAlone("s", "c9") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 taken for a call's alone", held)
+		}
+		if o.ended("s", "c9"); o.has("s") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 left it open", held)
+		}
+	}
 }

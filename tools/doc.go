@@ -27,7 +27,8 @@
 // call whose arguments it cuts short is answered as cancelled, once; one
 // whose stream merely ends first, as invalid arguments: the model's END
 // of one of several calls of a router's consumer on a stream ends the
-// call of that id alone, see [NewRouter]), or a tool
+// call of that id alone, and its second END of such a call, however late,
+// ends none, see [NewRouter]), or a tool
 // that is gone or whose circuit breaker is open ([BreakerOptions]). Error
 // results made here carry a [FailureKind] in the frame's
 // Meta.FailureKind ([KindOf]); the model reads only the payload. Results

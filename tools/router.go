@@ -132,16 +132,21 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // of the stream or an ABORT, as above), and the others stay pending,
 // their arguments still to come. An END or ERROR of no id, or of the id
 // of the consumer's only call there, ends the stream and every call
-// pending on it. The consumer's call is open until the model's END of
-// it, as for the runtime: an ERROR of its id before that END (the
-// runtime answers one of several calls with both) leaves the stream's
-// other calls as they were, so the END that follows ends that call alone
-// too. What the consumer still writes of a call the model ended so (an
+// pending on it; so does one of an id the consumer has no call of there,
+// while the model has ended none of its calls there by their ids. The
+// consumer's call is open until the model's END of it, as for the
+// runtime: an ERROR of its id before that END (the runtime answers one
+// of several calls with both) leaves the stream's other calls as they
+// were, so the END that follows ends that call alone too. What the consumer still writes of a call the model ended so (an
 // argument chunk on its way, a frame with its id but a TOOL_CALL or
 // DESCRIBE, which begin the call again) opens nothing, as for the
 // runtime: the END of the consumer's last call left ends the stream. The
-// model's second END of such a call ends only the call pending of its
-// id, if any, as the runtime takes it for the end of no other.
+// model's second END of such a call, however long ago it ended, ends
+// only the call pending of its id, if any, as the runtime takes it for
+// the end of no other; and once the model ended one of the consumer's
+// calls on a stream by its id, so does its END or ERROR of an id the
+// consumer has no call of there, which the runtime cannot tell from a
+// second END of a call it no longer remembers.
 // Handlers given as a map run Sync (the seed's synchronous router): keep
 // them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {

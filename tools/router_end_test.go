@@ -1,8 +1,10 @@
 package tools_test
 
 import (
+	"strconv"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -190,4 +192,49 @@ func TestStreamingRouter_SecondEndOfACallEndsNoOther(t *testing.T) {
 		results(t, got, 0)
 		endOfXEndsCallM(t, conn, got)
 	})
+}
+
+// TestStreamingRouter_SecondEndOfAForgottenCallEndsNoOther: the consumer
+// has call h and calls c0, c1... open on stream o, one more of the c
+// calls than the runtime keeps of the calls ended on a stream
+// (EndedMax); the model starts call_m there, ends every c call alone,
+// then ends c0, forgotten by then, a second time. That END ends nothing,
+// to the router as to the runtime, which keeps the stream open for h:
+// call_m, its arguments still coming, runs with them and is answered
+// once. The END of h then ends the stream. In a durable router as in one
+// without.
+func TestStreamingRouter_SecondEndOfAForgottenCallEndsNoOther(t *testing.T) {
+	for _, durable := range []bool{false, true} {
+		t.Run("durable "+strconv.FormatBool(durable), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				var conn *actors.Conn
+				var got chan *messages.Frame
+				if durable {
+					h := startLimitedWith(t, restartSupervised, time.Hour, startModel)
+					conn, got = h.conn, h.got
+				} else {
+					conn, got = startEchoRouter(t, startModel)
+				}
+				frames := []*messages.Frame{withCall(messages.Text("o", "h"), "h")}
+				var ends []*messages.Frame
+				for i := range tools.EndedMax + 1 {
+					c := "c" + strconv.Itoa(i)
+					frames = append(frames, withCall(messages.Text("o", c), c))
+					ends = append(ends, withCall(messages.End("o"), c)) // the model echoes it: c ends alone
+				}
+				frames = append(append(append(frames, messages.Meta("o", "start", nil)), ends...),
+					withCall(messages.End("o"), "c0")) // the model echoes it: a second END of c0
+				send(t, conn, frames...)
+				results(t, got, 0)
+
+				send(t, conn, messages.Meta("o", "finish", nil))
+				if r := results(t, got, 1)[0]; r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+					t.Fatalf("after a second END of the forgotten c0, the model got %s: want call_m run with its arguments", line(r))
+				}
+				send(t, conn, withCall(messages.End("o"), "h")) // the model echoes it: o ends
+				streamUntil(t, conn, "o", func(f *messages.Frame) bool { return isEnd(f) && f.GetToolCallId() == "h" })
+				results(t, got, 0)
+			})
+		})
+	}
 }

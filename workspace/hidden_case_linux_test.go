@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"context"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,5 +198,68 @@ func TestWriteFile_LinkPlantedAfterTheCheck(t *testing.T) {
 		}
 		fx.ws.hookAfterCheck = nil
 		mustDo(t, os.Remove(in(name)))
+	}
+}
+
+// A command that swaps a directory on the way to a path to hide for a
+// link to a directory commands see, after the write's name was checked
+// (the directory did not exist then, or was a directory), does not get
+// the content written there: the write reaches the directory of what
+// it replaces following no link, and refuses when a link is on the
+// way to a path to hide, as the check would have. The content lands
+// neither in the directory the link leads to nor anywhere else.
+func TestWriteFile_ParentSwappedAfterTheCheck(t *testing.T) {
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
+	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("cfg/.env")}, {Path: in("a/b/*.key")}}}
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+	mustDo(t, os.Mkdir(in("pub"), 0o755))
+	for _, c := range []struct {
+		name, swapped string // the path written, the directory swapped for a link to pub
+		existed       bool   // whether that directory existed at the check
+	}{
+		{"cfg/.env", "cfg", false},
+		{"cfg/.env", "cfg", true},
+		{"a/b/x.key", "a", true},
+		{"a/b/x.key", "a/b", true},
+		{"a/b/x.key", "a", false},
+	} {
+		if c.existed {
+			mustDo(t, os.MkdirAll(in(c.name), 0o755))
+			mustDo(t, os.Remove(in(c.name)))
+		}
+		mustDo(t, os.MkdirAll(in(filepath.Join("pub", strings.TrimPrefix(filepath.Dir(c.name), c.swapped))), 0o755))
+		to, err := filepath.Rel(filepath.Dir(in(c.swapped)), in("pub"))
+		mustDo(t, err)
+		fx.ws.hookAfterCheck = func() {
+			mustDo(t, os.RemoveAll(in(c.swapped)))
+			mustDo(t, os.Symlink(to, in(c.swapped)))
+		}
+		res, err := fx.ws.WriteFile(context.Background(), WriteFileInput{Path: c.name, Content: "secret\n"})
+		mustDo(t, err)
+		fx.ws.hookAfterCheck = nil
+		if res.Success || res.Reason != ReasonLinkToHidden {
+			t.Errorf("write_file %s, %s swapped for a link to pub after the check (existed %v): %+v; want refused (%s)",
+				c.name, c.swapped, c.existed, res, ReasonLinkToHidden)
+		}
+		mustDo(t, filepath.WalkDir(in("pub"), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("write_file %s, %s swapped for a link to pub (existed %v): %s was written, which commands see",
+					c.name, c.swapped, c.existed, p)
+			}
+			return err
+		}))
+		mustDo(t, os.RemoveAll(in("pub")))
+		mustDo(t, os.Mkdir(in("pub"), 0o755))
+		mustDo(t, os.RemoveAll(in(strings.SplitN(c.name, "/", 2)[0])))
+	}
+	// A name that is not a path to hide is written through the link, as
+	// it would have been had the link been there at the check.
+	fx.ws.hookAfterCheck = func() { mustDo(t, os.Symlink("pub", in("cfg"))) }
+	res, err := fx.ws.WriteFile(context.Background(), WriteFileInput{Path: "cfg/seen.txt", Content: "seen\n"})
+	mustDo(t, err)
+	fx.ws.hookAfterCheck = nil
+	if !res.Success || readFile(t, in("pub/seen.txt")) != "seen\n" {
+		t.Errorf("write_file cfg/seen.txt, cfg made a link to pub after the check: %+v; want pub/seen.txt written", res)
 	}
 }

@@ -2,7 +2,10 @@
 
 package workspace
 
-import "errors"
+import (
+	"errors"
+	"io/fs"
+)
 
 // sysCalls holds no system call here: the calls tests replace are
 // Linux's (see paths_linux.go).
@@ -18,3 +21,9 @@ func (w *Workspace) entryBeneath(string) (entryID, error) { return entryID{}, er
 
 // namesBeneath fails here (see errNoLookupBeneath).
 func (w *Workspace) namesBeneath(string) ([]string, error) { return nil, errNoLookupBeneath }
+
+// replaceBeneath leaves every write to replace's path through the root
+// here: only Linux hides paths from commands (see the Linux version).
+func (w *Workspace) replaceBeneath(string, fs.FileMode, bool, string) (bool, *refusal) {
+	return false, nil
+}

@@ -366,7 +366,11 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 
 // replace writes content to a temporary file next to target and renames
 // it into place, syncing the file and then the directory.
+// On Linux the directory is reached following no link (replaceBeneath).
 func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, content string) *refusal {
+	if done, rf := w.replaceBeneath(target, perm, exists, content); done {
+		return rf
+	}
 	dir := filepath.Dir(target)
 	if dir != "." {
 		if err := w.root.MkdirAll(dir, 0o755); err != nil {

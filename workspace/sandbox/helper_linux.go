@@ -953,31 +953,18 @@ func keptReadable(keep []string, wsPath string) []string {
 // workspace wsPath or is in it, or is a directory just below "/" (a
 // link to /var or /home would open far more than the configuration).
 func etcLinkTargets(etcDirs, readableDirs []string, wsPath string, hidden []string) (files, dirs []string) {
-	seen := map[string]bool{}
-	for _, d := range etcDirs {
-		entries, err := os.ReadDir(d)
-		if err != nil {
+	for _, path := range etcLinked(etcDirs, wsPath) {
+		if slices.ContainsFunc(readableDirs, func(r string) bool { return within(path, r) }) ||
+			slices.ContainsFunc(hidden, func(h string) bool { return within(path, h) }) {
 			continue
 		}
-		for _, e := range entries {
-			if e.Type()&os.ModeSymlink == 0 {
-				continue
-			}
-			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
-			if !ok || seen[path] || strings.Count(path, "/") < 2 || within(path, wsPath) || within(wsPath, path) ||
-				slices.ContainsFunc(readableDirs, func(r string) bool { return within(path, r) }) ||
-				slices.ContainsFunc(hidden, func(h string) bool { return within(path, h) }) {
-				continue
-			}
-			seen[path] = true
-			fi, err := os.Stat(path)
-			switch {
-			case err != nil:
-			case fi.IsDir():
-				dirs = append(dirs, path)
-			default:
-				files = append(files, path)
-			}
+		fi, err := os.Stat(path)
+		switch {
+		case err != nil:
+		case fi.IsDir():
+			dirs = append(dirs, path)
+		default:
+			files = append(files, path)
 		}
 	}
 	return files, dirs

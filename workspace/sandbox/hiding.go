@@ -247,8 +247,14 @@ type HiddenPath struct {
 	// command's, and so the place: a match there, or the path, that
 	// leads to "/", to the workspace, or to, into or above a directory
 	// of [ReadableDirs] leads nowhere at a set-up, as it does through
-	// the link as the workspace is opened. The same pattern or path named in Hide is
-	// hidden by the usual rules.
+	// the link as the workspace is opened (where the links of
+	// [EtcLinkDirs] lead is left out only as it is opened: a match
+	// there made since is hidden). The same pattern or path named in Hide is
+	// hidden by the usual rules. Where a directory on the way was
+	// missing, the place kept is beneath the deepest that existed
+	// (/elsewhere/sec/sub/a.key for sec/sub/a.key); the wildcards in
+	// the names of the place the links led to are escaped, so that it
+	// leads there only.
 	LedOut bool `json:"ledOut,omitempty"`
 }
 
@@ -427,7 +433,9 @@ func (t *LinkTargets) add(found []string) {
 // from being opened with *.key hidden). Nor does one that leads
 // through a link in the workspace to, into or above a directory of
 // [ReadableDirs] (.env -> /usr, sec -> /usr/bin for sec/*, sh ->
-// /bin/sh): such a link may be a command's, and what it leads to is
+// /bin/sh), or to, into or above where a link of [EtcLinkDirs] leads
+// (openSUSE's TLS trust store, /var/lib/ca-certificates):
+// such a link may be a command's, and what it leads to is
 // what commands need to run, so a command cannot make later sandboxes
 // hide the system. A secret kept there is hidden by naming it itself
 // in Hide, not through a link ([ResolveHideNoting] says which entries
@@ -441,7 +449,8 @@ func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
 
 // LinkToSystem is an entry of [Config.Hide] that [ResolveHide] did not
 // hide, in part or whole, because it leads through a link in the
-// workspace to, into or above a directory of [ReadableDirs]: a secret
+// workspace to, into or above a directory of [ReadableDirs] or where
+// a link of [EtcLinkDirs] leads: a secret
 // the workspace's owner keeps there and reaches through that link is
 // visible to commands. Naming the secret itself in Hide hides it.
 type LinkToSystem struct {
@@ -467,6 +476,9 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	var out []HiddenPath
 	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
+	// Where the links of /etc lead is read only once a link in the
+	// workspace leads somewhere.
+	etc := sync.OnceValue(func() []string { return etcLinked(EtcLinkDirs, ws) })
 	for i, h := range hide {
 		if !filepath.IsAbs(h) {
 			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
@@ -481,7 +493,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			ledOut, dir, to := ledOutOfWorkspace(h, ws)
+			ledOut, dir, to := ledOutOfWorkspace(h, ws, etc)
 			for _, hp := range []HiddenPath{{Path: h}, {Path: ledOut, LedOut: true}} {
 				if hp.Path != "" && !have[hp] {
 					have[hp] = true
@@ -503,7 +515,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			if err != nil {
 				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
-			if r != "" && systemPlace(r, ws) && throughWorkspaceLink(m, ws) {
+			if r != "" && throughWorkspaceLink(m, ws) && systemPlace(r, ws, etc()) {
 				if note.Count++; note.To == "" {
 					note.Path, note.To = filepath.Clean(m), r
 				}
@@ -531,7 +543,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			// Nothing there yet: what is written there later, through
 			// a link in the workspace that leads its directory out of
 			// it, is hidden where that link led, as for a pattern.
-			ledOut, dir, to := ledOutOfWorkspace(h, ws)
+			ledOut, dir, to := ledOutOfWorkspace(h, ws, etc)
 			if hp := (HiddenPath{Path: ledOut, LedOut: true}); ledOut != "" && !have[hp] {
 				have[hp] = true
 				out = append(out, hp)
@@ -552,12 +564,16 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 // path's parent) where links lead it when that is through a link in
 // the workspace wsPath to a directory out of it (sec -> /elsewhere/sec
 // for sec/*.key gives /elsewhere/sec/*.key, for sec/a.key
-// /elsewhere/sec/a.key), not "/" nor a system place; otherwise "". A
+// /elsewhere/sec/a.key), not "/" nor a system place (see systemPlace,
+// with the places etc returns): otherwise "". Where the directory is missing,
+// the deepest directory on the way to it that exists says where it
+// leads (sec/sub/a.key gives /elsewhere/sec/sub/a.key); the wildcards
+// of where the links led are escaped (/elsewhere/s\[1\]/*.key). A
 // set-up follows no link out of the workspace, so this is how it
 // hides, each time, where the workspace's owner keeps secrets through
 // a link, whatever became of the link. When the directory dir leads so
 // into a system place, to is where: nothing is kept there.
-func ledOutOfWorkspace(h, wsPath string) (ledOut, dir, to string) {
+func ledOutOfWorkspace(h, wsPath string, etc func() []string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
 	if i < 0 {
@@ -567,27 +583,87 @@ func ledOutOfWorkspace(h, wsPath string) (ledOut, dir, to string) {
 	if dir == "" {
 		return "", "", ""
 	}
-	r, ok := resolveLinks(nil, dir, "", true)
-	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || isPattern(r) || !throughWorkspaceLink(dir, wsPath) {
+	// The deepest directory on the way that exists: the rest is made
+	// there later, if ever. Each try follows at most maxLinks links.
+	j, r, ok := i, "", false
+	for ; j > 1; j-- {
+		if r, ok = resolveLinks(nil, strings.Join(parts[:j], "/"), "", true); ok {
+			break
+		}
+	}
+	if !ok || r == "/" || within(r, wsPath) || within(wsPath, r) || !throughWorkspaceLink(dir, wsPath) {
 		return "", "", ""
 	}
 	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
 		return "", "", ""
 	}
-	if systemPlace(r, wsPath) {
+	if systemPlace(r, wsPath, etc()) {
 		return "", dir, r
 	}
-	return filepath.Join(append([]string{r}, parts[i:]...)...), "", ""
+	return filepath.Join(append([]string{escapeNames(r)}, parts[j:]...)...), "", ""
+}
+
+// escapeNames returns the path p (clean) with the wildcards of its
+// names escaped (see filepath.Match), so that as part of a path or
+// pattern to hide it leads only to p: a name with a wildcard is
+// matched (whatever its case, as the set-ups match), one without is
+// looked up as it is written, backslashes and all.
+func escapeNames(p string) string {
+	if !isPattern(p) {
+		return p
+	}
+	names := strings.Split(p, "/")
+	for k, n := range names {
+		if isPattern(n) {
+			var b strings.Builder
+			for _, c := range n {
+				if strings.ContainsRune(`*?[\`, c) {
+					b.WriteByte('\\')
+				}
+				b.WriteRune(c)
+			}
+			names[k] = b.String()
+		}
+	}
+	return strings.Join(names, "/")
 }
 
 // systemPlace reports whether the path r (resolved) outside the
-// workspace wsPath is, holds, or is beneath one of [ReadableDirs]: the
+// workspace wsPath is, holds, or is beneath one of [ReadableDirs] or
+// of etc (where the links of [EtcLinkDirs] lead: see etcLinked): the
 // system's programs, libraries and configuration, which commands need.
-func systemPlace(r, wsPath string) bool {
+func systemPlace(r, wsPath string, etc []string) bool {
 	if within(r, wsPath) {
 		return false
 	}
-	return slices.ContainsFunc(ReadableDirs, func(d string) bool { return within(r, d) || within(d, r) })
+	near := func(d string) bool { return within(r, d) || within(d, r) }
+	return slices.ContainsFunc(ReadableDirs, near) || slices.ContainsFunc(etc, near)
+}
+
+// etcLinked returns where the symbolic links directly in the
+// directories of etcDirs ([EtcLinkDirs]) lead, followed in the host's
+// view, once each, but for "/", a directory just below it, and what
+// holds the workspace wsPath or is in it: what a sandbox set up with
+// Landlock lets commands read besides [ReadableDirs] (openSUSE's TLS
+// trust store, say), unless it is hidden.
+func etcLinked(etcDirs []string, wsPath string) []string {
+	var out []string
+	for _, d := range etcDirs {
+		entries, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range entries {
+			if e.Type()&os.ModeSymlink == 0 {
+				continue
+			}
+			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
+			if ok && strings.Count(path, "/") >= 2 && !within(path, wsPath) && !within(wsPath, path) && !slices.Contains(out, path) {
+				out = append(out, path)
+			}
+		}
+	}
+	return out
 }
 
 // throughWorkspaceLink reports whether the way to the path m
@@ -745,7 +821,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			if r != "" && ledOut[h] && systemPlace(r, wsPath) {
+			if r != "" && ledOut[h] && systemPlace(r, wsPath, nil) {
 				continue // where a command's link may have led: see HiddenPath.LedOut
 			}
 			if r == "" {

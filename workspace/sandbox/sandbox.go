@@ -119,7 +119,16 @@ type Config struct {
 	// /tmp and /dev, and what is beneath them outside the workspace,
 	// are the sandbox's own, with nothing of the host's: naming them
 	// hides nothing (commands keep a writable /tmp and /dev/shm, and
-	// their devices).
+	// their devices). Where a link in the workspace leads an entry out
+	// of it as it is opened ([ResolveHide]), on the way to the entry's
+	// directory (a pattern's components before its first wildcard, a
+	// path's parent, or the deepest of these that exists then), each
+	// set-up looks there again ([HiddenPath].LedOut), whatever became
+	// of the link. A link reached only through a wildcard (sec/*/a.key,
+	// with sec/x -> /elsewhere), or made after the opening, is not
+	// followed so: what it led to as the workspace was opened stays
+	// hidden, but what appears there later is not, and commands read
+	// it unless Landlock keeps them out of that place.
 	Hide []string `json:"hide"`
 	// Resolved is Hide as [ResolveHide] resolved it, once, before any
 	// command ran; a sandbox hides these paths. A Config with Hide and

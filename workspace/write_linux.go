@@ -1,0 +1,110 @@
+//go:build linux
+
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// replaceBeneath is replace on Linux: the target's directory is opened
+// once from the root's descriptor, beneath it and following no link
+// (openat2), and the temporary file is created, renamed over the target
+// and the directory synced through that descriptor. Between the check
+// of the name and the write, a command may swap a directory on the way
+// for a symbolic link (cfg -> pub, for cfg/.env to hide): the root
+// would follow it, within the workspace, and the content of a path to
+// hide would land where the link leads, a name commands see. Reached
+// this way, no link is followed after the directory is opened.
+//
+// A link on the way to a target that is a path to hide is refused
+// (ReasonLinkToHidden), as the check refuses one it sees. done is false
+// when the directory cannot be opened so and the target is not a path
+// to hide (a link on the way to it is followed, as everywhere in the
+// workspace), or when openat2 is not available (a kernel before 5.6, or
+// a seccomp filter refusing it): replace then goes through the root.
+func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool, content string) (done bool, rf *refusal) {
+	dir, base := filepath.Dir(target), filepath.Base(target)
+	d, err := w.dirBeneath(dir)
+	if errors.Is(err, unix.ENOENT) && dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return true, classify(err)
+		}
+		d, err = w.dirBeneath(dir)
+	}
+	if err != nil {
+		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
+			return false, nil
+		}
+		link, ok := w.linkOnTheWay(target)
+		if !ok {
+			link = dir
+		}
+		if rf := w.linkedHidden(target, link); rf == nil {
+			return false, nil
+		} else if errors.Is(err, unix.ELOOP) {
+			return true, rf
+		}
+		return true, classify(&fs.PathError{Op: "open", Path: dir, Err: err})
+	}
+	defer unix.Close(d)
+
+	tmp := tempPrefix + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+	var fd int
+	err = noEINTR(func() (err error) {
+		fd, err = unix.Openat(d, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
+		return err
+	})
+	if err != nil {
+		return true, classify(&fs.PathError{Op: "open", Path: target, Err: err})
+	}
+	err = writeSynced(os.NewFile(uintptr(fd), filepath.Join(dir, tmp)), content, perm, exists)
+	if err == nil && w.hookBeforeRename != nil {
+		err = w.hookBeforeRename()
+	}
+	if err == nil {
+		if err = noEINTR(func() error { return unix.Renameat(d, tmp, d, base) }); err != nil {
+			err = &os.LinkError{Op: "rename", Old: tmp, New: base, Err: err}
+		}
+	}
+	if err != nil {
+		if rerr := unix.Unlinkat(d, tmp, 0); rerr != nil && rerr != unix.ENOENT {
+			w.log.Warn("write_file: remove temporary file", "path", filepath.Join(dir, tmp), "err", rerr)
+		}
+		w.log.Debug("write_file: write failed", "target", target, "err", err)
+		return true, classifyWrite(err, filepath.Join(dir, tmp), target)
+	}
+	// As in replace: the rename is done, a failed sync is only logged.
+	if err := noEINTR(func() error { return unix.Fsync(d) }); err != nil {
+		w.log.Warn("write_file: sync directory", "path", dir, "err", err)
+	}
+	return true, nil
+}
+
+// dirBeneath opens the directory dir (relative to the root, cleaned)
+// from the root's descriptor, beneath it and following no link.
+func (w *Workspace) dirBeneath(dir string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	fd := -1
+	err := w.fromRoot(func(root int) (err error) {
+		fd, err = w.sys.openBeneath(root, dir, &how)
+		return err
+	})
+	return fd, err
+}
+
+// noEINTR calls fn again while it is interrupted by a signal (EINTR), as
+// the os package does for its own calls.
+func noEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != unix.EINTR {
+			return err
+		}
+	}
+}

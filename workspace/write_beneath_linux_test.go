@@ -19,10 +19,7 @@ import (
 // for a link to a directory it sees, after the name was checked, gets
 // the restore refused, and the previous content lands nowhere it sees.
 func TestRestore_ParentSwappedAfterTheCheck(t *testing.T) {
-	fx := newFixture(t, &Options{Sandbox: SandboxOff})
-	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
-	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("cfg/.env")}}}
-	t.Cleanup(func() { fx.ws.sandbox = nil })
+	fx, in := hidingFixture(t, "cfg/.env")
 	mustDo(t, os.Mkdir(in("pub"), 0o755))
 	mustDo(t, os.Mkdir(in("cfg"), 0o755))
 	mustDo(t, os.WriteFile(in("cfg/.env"), []byte("new\n"), 0o600))
@@ -48,10 +45,8 @@ func TestRestore_ParentSwappedAfterTheCheck(t *testing.T) {
 // folder created where the link leads. A name that is not a path to
 // hide is written through the link, as before.
 func TestWriteFile_LinkPlantedBeforeTheFolderIsCreated(t *testing.T) {
-	fx := newFixture(t, &Options{Sandbox: SandboxOff})
-	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
-	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("cfg/sub/.env")}}}
-	t.Cleanup(func() { fx.ws.sandbox = nil; fx.ws.sys.openat2 = nil })
+	fx, in := hidingFixture(t, "cfg/sub/.env")
+	t.Cleanup(func() { fx.ws.sys.openat2 = nil })
 	for _, c := range []struct {
 		name   string
 		hidden bool
@@ -97,6 +92,22 @@ func TestWriteFile_LinkPlantedBeforeTheFolderIsCreated(t *testing.T) {
 		mustDo(t, os.RemoveAll(in("pub")))
 		mustDo(t, os.Remove(in("cfg")))
 	}
+}
+
+// hidingFixture is newFixture without a sandbox, its workspace told to
+// hide the names hidden (relative to it, patterns allowed) as a sandbox
+// would, and a function giving a name's host path in it.
+func hidingFixture(t *testing.T, hidden ...string) (*fixture, func(name string) string) {
+	t.Helper()
+	fx := newFixture(t, &Options{Sandbox: SandboxOff})
+	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
+	cfg := &sandbox.Config{}
+	for _, h := range hidden {
+		cfg.Resolved = append(cfg.Resolved, sandbox.HiddenPath{Path: in(h)})
+	}
+	fx.ws.sandbox = cfg
+	t.Cleanup(func() { fx.ws.sandbox = nil })
+	return fx, in
 }
 
 // assertNoFiles fails t when a file (anything but a directory) is

@@ -82,6 +82,12 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	if rf := checkCommand(runtime.GOOS, w.shell, in.Command); rf != nil {
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
+	if w.sandbox != nil {
+		// From here to its end, the call keeps writes of the paths
+		// hidden from commands out (hiddenWrite).
+		w.commandBegins()
+		defer w.commandEnds()
+	}
 	// The timeout bounds the whole call: setting the command's sandbox
 	// up (or waiting for the one prepared ahead) counts. Close ends the
 	// set-up, and the command's hand-over to its sandbox, too.
@@ -746,10 +752,16 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 		// kernel tears its namespaces down, which can take milliseconds):
 		// it is reaped in the background, and Close waits for that.
 		exit, sbErr = p.sb.Finish()
+		// A helper that did not report the shell's exit (it was killed,
+		// or failed) did not kill and reap the sandbox's other
+		// processes first: they die with it, some time after its report
+		// ended, and may run until then. Writes of the paths hidden
+		// from commands wait for its reaping (hiddenWrite).
+		lingers := sbErr != nil
 		if w.hookFinished != nil {
 			exit, sbErr = w.hookFinished(exit, sbErr)
 		}
-		w.reapLater(p.cmd)
+		w.reapLater(p.cmd, lingers)
 	} else if err := p.wait(); err != nil {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) {
@@ -843,13 +855,41 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 	return res, cause
 }
 
-// reapLater reaps a sandbox's helper in the background.
-func (w *Workspace) reapLater(cmd *exec.Cmd) {
+// reapLater reaps a sandbox's helper in the background. lingers says
+// processes of the sandbox may outlive its report (see finish): until
+// the helper is reaped, which the kernel does only once every process of
+// its PID namespace is gone, writes of the paths hidden from commands
+// are kept out, as while a command runs.
+func (w *Workspace) reapLater(cmd *exec.Cmd, lingers bool) {
 	w.reapers.Add(1)
+	if lingers {
+		w.commandBegins()
+	}
 	go func() {
 		defer w.reapers.Done()
+		if w.hookReap != nil {
+			w.hookReap()
+		}
 		_ = cmd.Wait()
+		if lingers {
+			w.commandEnds()
+		}
 	}()
+}
+
+// commandBegins counts a sandboxed command under way, or a sandbox
+// whose processes may still run (see hiddenWrite); commandEnds ends
+// that.
+func (w *Workspace) commandBegins() {
+	w.hideMu.Lock()
+	w.commands++
+	w.hideMu.Unlock()
+}
+
+func (w *Workspace) commandEnds() {
+	w.hideMu.Lock()
+	w.commands--
+	w.hideMu.Unlock()
 }
 
 // outOfMemoryMessages are what programs print when an allocation fails:

@@ -55,6 +55,7 @@ const (
 	ReasonTrailingSlash  Reason = "path ends with /, which names a directory; give the file's name without it"
 	ReasonTooLarge       Reason = "content too large"
 	ReasonRetargeted     Reason = "a symbolic link on the path was changed while it was written"
+	ReasonHiddenInUse    Reason = "the path is hidden from commands and a command is running"
 	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"

@@ -297,8 +297,14 @@ type Options struct {
 	//     commands need to run. New logs a warning naming each such
 	//     entry; name the path there itself in HidePaths to hide it.
 	//   - From a command already running when a path to hide appears
-	//     or its content is written: its sandbox does not cover it, and
-	//     it can read, copy or move it.
+	//     or its content is written by a program of the host's
+	//     (os.WriteFile, say): its sandbox does not cover it, and it can
+	//     read, copy or move it. The file tools do not write a path to
+	//     hide while a sandboxed command runs, nor while the processes
+	//     of one killed may still run: write_file and undo refuse then
+	//     (ReasonHiddenInUse), for renaming the new file over the old
+	//     one takes the cover the command's sandbox mounted there with
+	//     it, and a new one has none.
 	//   - What a symbolic link at a path to hide, or at any directory on
 	//     the way to one or to a pattern's match, leads to outside the
 	//     workspace, when a command made the link before the path
@@ -370,6 +376,13 @@ type Workspace struct {
 	closeNow context.CancelFunc
 	mu       sync.Mutex // guards shut
 	shut     bool
+
+	// hideMu guards commands, the sandboxed run_command calls under way
+	// and the sandboxes of ended ones whose processes may still run
+	// (reapLater). A write of a path hidden from commands holds it while
+	// it writes, and is refused while commands is not zero (hiddenWrite).
+	hideMu   sync.Mutex
+	commands int
 	calls    sync.WaitGroup // in-flight calls
 	once     sync.Once
 	closeErr error
@@ -412,6 +425,9 @@ type Workspace struct {
 	// again for a command (the one prepared ahead was stale) is given
 	// the command.
 	hookBeforeRun func()
+	// hookReap, when set by tests, runs before the helper of an ended
+	// sandboxed command is reaped, in the goroutine that reaps it.
+	hookReap func()
 	// hookFinished, when set by tests, is given what a sandbox's
 	// helper reported of its command, and returns what the workspace
 	// takes it to have reported (a shell it could not fork, say).

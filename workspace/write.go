@@ -34,6 +34,9 @@ const tempPrefix = ".polyweave-write-"
 // files with a single link that the process may open for writing (a
 // read-only file, or another user's, is refused with ReasonPermission
 // though its directory is writable); their permission bits are kept.
+// A path hidden from commands is not written while a sandboxed command
+// runs, which would see it: the write is refused (ReasonHiddenInUse),
+// to be tried again once the command has ended.
 //
 // A refused or failed write is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -368,6 +371,11 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 // it into place, syncing the file and then the directory.
 // On Linux the directory is reached following no link (replaceBeneath).
 func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, content string) *refusal {
+	if end, rf := w.hiddenWrite(target); rf != nil {
+		return rf
+	} else if end != nil {
+		defer end()
+	}
 	if done, rf := w.replaceBeneath(target, perm, exists, content); done {
 		return rf
 	}
@@ -402,6 +410,40 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		w.log.Warn("write_file: sync directory", "path", dir, "err", err)
 	}
 	return nil
+}
+
+// hiddenWrite keeps a write of target (relative to the root, cleaned)
+// that is a path hidden from commands ([Options.HidePaths]: one of
+// them, beneath one, or a match of a pattern) apart from the sandboxed
+// commands: it is refused (ReasonHiddenInUse) while a run_command call
+// is under way, or the processes of a command stopped may still run
+// (reapLater), and holds the next ones off until end is called. A
+// write while a command runs would show the path to it: the rename that
+// puts the new file in place takes the cover its sandbox mounted on the
+// old one with it (the kernel detaches a mount whose mount point is
+// replaced in another namespace), a name to hide made now (one that did
+// not exist, a new match of a pattern) has no cover at all, and the
+// temporary file next to the target is visible too. A command started
+// after the write finds the path covered, or its prepared sandbox stale
+// and another prepared (see [sandbox.ErrPreparedStale]). Writing in
+// place instead would keep an existing file's cover, but not cover a
+// new one, and would give up the write's atomicity. end is nil when
+// target is not hidden, or nothing is hidden.
+func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return nil, nil
+	}
+	if hidden, _ := w.hiddenName(target); !hidden {
+		return nil, nil
+	}
+	w.hideMu.Lock()
+	if w.commands > 0 {
+		w.hideMu.Unlock()
+		return nil, refuse(ReasonHiddenInUse, "a command is running (or one stopped is still being torn down), "+
+			"and writing a path hidden from commands now would show it to that command; nothing was written: "+
+			"write it once the command has ended")
+	}
+	return w.hideMu.Unlock, nil
 }
 
 // writeSynced writes content to the new file f, sets perm exactly when it

@@ -201,6 +201,9 @@ type Client struct {
 	closeErr  error
 }
 
+// spawnProxy spawns a client's actor (a test makes it fail).
+var spawnProxy = (*actor.RootContext).SpawnNamed
+
 // NewClient starts a client: an actor system with protoactor remote,
 // listening for the nodes' answers. It refuses an address that is not a
 // loopback one with [ErrNotLoopback] unless opts.AllowRemote, and a TLS
@@ -248,8 +251,10 @@ func NewClient(opts *ClientOptions) (*Client, error) {
 		_ = rt.Close(context.Background())
 		return nil, err
 	}
-	if c.proxy, err = c.system.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor { return p }), "polyweave-client"); err != nil {
-		c.remote.Shutdown(false)
+	if c.proxy, err = spawnProxy(c.system.Root, actor.PropsFromProducer(func() actor.Actor { return p }), "polyweave-client"); err != nil {
+		// As Close stops it: the endpoints and the activator too, once
+		// the guard has ended the incoming streams.
+		_ = stopRemote(context.Background(), c.system, c.remote, c.guard, c.dials)
 		_ = rt.Close(context.Background())
 		return nil, fmt.Errorf("remote: spawn client proxy: %w", err)
 	}

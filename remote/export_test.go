@@ -125,3 +125,32 @@ func guardOf(x any) *guard {
 	}
 	panic(fmt.Sprintf("remote: no guard in a %T", x))
 }
+
+// FailProxySpawn makes the clients started after it fail to spawn their
+// actor, with err (test children only). Running returns the names of
+// protoactor's remote actors (its endpoints' supervisor, its activator)
+// still running in the system of the last client that failed.
+func FailProxySpawn(err error) (running func() []string) {
+	var system *actor.ActorSystem
+	spawnProxy = func(root *actor.RootContext, _ *actor.Props, _ string) (*actor.PID, error) {
+		system = root.ActorSystem()
+		return nil, err
+	}
+	return func() []string {
+		var names []string
+		for _, name := range []string{"EndpointSupervisor", "activator"} {
+			if _, ok := system.ProcessRegistry.GetLocal(name); ok {
+				names = append(names, name)
+			}
+		}
+		return names
+	}
+}
+
+// HoldReader holds n's Close as a reader of the results of a tool that
+// has not stopped holds it, until release is called.
+func HoldReader(n *Node) (release func()) {
+	held := make(chan struct{})
+	n.read(func() { <-held })
+	return sync.OnceFunc(func() { close(held) })
+}

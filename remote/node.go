@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -197,7 +198,8 @@ type Node struct {
 	probers map[string][]*actor.PID
 
 	cancel  context.CancelFunc
-	readers sync.WaitGroup
+	readers sync.WaitGroup // the readers of the tools' results (see read)
+	reading atomic.Int64   // how many of them have not returned
 
 	closeOnce sync.Once
 	closeErr  error
@@ -291,7 +293,7 @@ func Serve(opts *NodeOptions) (*Node, error) {
 			return nil, fmt.Errorf("remote: description of tool %q: %d bytes, limit %d: %w", t.Name(), size, maxFrame, ErrTooLarge)
 		}
 		n.descs = append(n.descs, d)
-		n.readers.Go(func() { n.forward(ctx, conn) })
+		n.read(func() { n.forward(ctx, conn) })
 	}
 	// Remote first: a PID carries the system's address as it is at spawn,
 	// and the Terminated the service sends its watchers when it stops
@@ -638,7 +640,9 @@ func (n *Node) forward(ctx context.Context, conn *actors.Conn) {
 // client may learn that the node went before it takes those answers: it
 // then answers its calls with ErrNodeUnreachable instead. It waits until they are gone or ctx ends: then
 // it returns an error wrapping ctx's that names what is still stopping
-// (callers still connecting are given up at NodeOptions.ConnectTimeout).
+// (callers still connecting are given up at NodeOptions.ConnectTimeout),
+// and the rest of the stop goes on once it can (a tool that has not
+// stopped holds the server and the runtime until it has).
 // Later calls return the first call's result.
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() {
@@ -651,21 +655,61 @@ func (n *Node) Close(ctx context.Context) error {
 		}
 		// Each reader ends once its tool has stopped and its results
 		// have gone out: before the service's Terminated, which ends
-		// every call its callers still wait on.
-		n.readers.Wait()
-		n.cancel()
-		if n.service != nil {
-			if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
-				errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
+		// every call its callers still wait on. A tool that has not
+		// stopped by ctx's end holds its reader: the rest of the stop
+		// then goes on once the readers have ended.
+		if n.reading.Load() > 0 {
+			read := make(chan struct{})
+			go func() {
+				n.readers.Wait()
+				close(read)
+			}()
+			select {
+			case <-read:
+			case <-ctx.Done():
+				go func() {
+					<-read
+					_ = n.stop(context.Background())
+				}()
+				errs = append(errs, fmt.Errorf("read the tools' results: a tool had not stopped (the node stops once it has): %w",
+					n.dials.stopError(ctx.Err())))
+				n.closeErr = fmt.Errorf("remote: close node: %w", errors.Join(errs...))
+				return
 			}
 		}
-		if n.remote != nil {
-			errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.guard, n.dials))
+		if err := n.stop(ctx); err != nil {
+			errs = append(errs, err)
 		}
-		errs = append(errs, n.rt.Close(ctx))
 		if err := errors.Join(errs...); err != nil {
 			n.closeErr = fmt.Errorf("remote: close node: %w", err)
 		}
 	})
 	return n.closeErr
+}
+
+// read runs f, a reader of a tool's results, in a goroutine that Close
+// waits for.
+func (n *Node) read(f func()) {
+	n.reading.Add(1)
+	n.readers.Go(func() {
+		defer n.reading.Add(-1)
+		f()
+	})
+}
+
+// stop stops what Close stops once the readers of the tools' results have
+// ended: the service, the remote and the runtime.
+func (n *Node) stop(ctx context.Context) error {
+	n.cancel()
+	var errs []error
+	if n.service != nil {
+		if err := await(ctx, n.rt.System().Root.StopFuture(n.service)); err != nil {
+			errs = append(errs, fmt.Errorf("stop %s: %w", ServiceName, err))
+		}
+	}
+	if n.remote != nil {
+		errs = append(errs, stopRemote(ctx, n.rt.System(), n.remote, n.guard, n.dials))
+	}
+	errs = append(errs, n.rt.Close(ctx))
+	return errors.Join(errs...)
 }

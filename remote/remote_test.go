@@ -75,7 +75,8 @@ func TestMain(m *testing.M) {
 		{envSilentClose, runSilentClose}, {envClientAt, runClientAt}, {envFrozen, runFrozen},
 		{envDialLog, func(string) int { return runDialLog() }}, {envEndableNode, runEndableNode},
 		{envRedial, runRedial}, {envBigNode, runBigNode}, {envLimitsNode, runLimitsNode},
-		{envHeldAtClose, runHeldAtClose},
+		{envHeldAtClose, runHeldAtClose}, {envProxyFails, runProxyFails},
+		{envHeldReader, runHeldReader},
 	} {
 		if v := os.Getenv(child.env); v != "" {
 			os.Exit(child.run(v))

@@ -4,7 +4,7 @@ package workspace
 
 import (
 	"context"
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -178,10 +178,7 @@ func TestWriteFile_ThroughLinkWithAncestorHidden(t *testing.T) {
 // link itself, refuses it as the check would have. The content does
 // not land where the link leads, a file commands see.
 func TestWriteFile_LinkPlantedAfterTheCheck(t *testing.T) {
-	fx := newFixture(t, &Options{Sandbox: SandboxOff})
-	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
-	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("*.pem")}, {Path: in("cfg/.env")}}}
-	t.Cleanup(func() { fx.ws.sandbox = nil })
+	fx, in := hidingFixture(t, "*.pem", "cfg/.env")
 	for _, name := range []string{"x.pem", "cfg/.env"} {
 		mustDo(t, os.MkdirAll(in("cfg"), 0o755))
 		to, err := filepath.Rel(filepath.Dir(in(name)), in("notes.txt"))
@@ -209,10 +206,7 @@ func TestWriteFile_LinkPlantedAfterTheCheck(t *testing.T) {
 // way to a path to hide, as the check would have. The content lands
 // neither in the directory the link leads to nor anywhere else.
 func TestWriteFile_ParentSwappedAfterTheCheck(t *testing.T) {
-	fx := newFixture(t, &Options{Sandbox: SandboxOff})
-	in := func(name string) string { return filepath.Join(fx.ws.dir, name) }
-	fx.ws.sandbox = &sandbox.Config{Resolved: []sandbox.HiddenPath{{Path: in("cfg/.env")}, {Path: in("a/b/*.key")}}}
-	t.Cleanup(func() { fx.ws.sandbox = nil })
+	fx, in := hidingFixture(t, "cfg/.env", "a/b/*.key")
 	mustDo(t, os.Mkdir(in("pub"), 0o755))
 	for _, c := range []struct {
 		name, swapped string // the path written, the directory swapped for a link to pub
@@ -242,13 +236,8 @@ func TestWriteFile_ParentSwappedAfterTheCheck(t *testing.T) {
 			t.Errorf("write_file %s, %s swapped for a link to pub after the check (existed %v): %+v; want refused (%s)",
 				c.name, c.swapped, c.existed, res, ReasonLinkToHidden)
 		}
-		mustDo(t, filepath.WalkDir(in("pub"), func(p string, d fs.DirEntry, err error) error {
-			if err == nil && !d.IsDir() {
-				t.Errorf("write_file %s, %s swapped for a link to pub (existed %v): %s was written, which commands see",
-					c.name, c.swapped, c.existed, p)
-			}
-			return err
-		}))
+		assertNoFiles(t, in("pub"), fmt.Sprintf("write_file %s, %s swapped for a link to pub (existed %v)",
+			c.name, c.swapped, c.existed))
 		mustDo(t, os.RemoveAll(in("pub")))
 		mustDo(t, os.Mkdir(in("pub"), 0o755))
 		mustDo(t, os.RemoveAll(in(strings.SplitN(c.name, "/", 2)[0])))

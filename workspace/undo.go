@@ -751,6 +751,9 @@ func (w *Workspace) restore(r *writeRecord) error {
 	if rf != nil {
 		return errors.New(w.explain(r.Path, rf).message("undo", r.Path))
 	}
+	if w.hookAfterCheck != nil {
+		w.hookAfterCheck()
+	}
 	if !r.Existed {
 		if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err

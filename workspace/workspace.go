@@ -397,8 +397,9 @@ type Workspace struct {
 	// and after (true) its n-th wait for a preparation.
 	hookWarm func(n int, waited bool)
 
-	// hookAfterCheck, when set by tests, runs after a write's name is
-	// checked and before the write chooses what it replaces.
+	// hookAfterCheck, when set by tests, runs after a write's name (or
+	// an undo's restore's) is checked and before the write chooses what
+	// it replaces.
 	hookAfterCheck func()
 	// hookBeforeRename, when set by tests, runs after the temporary file of
 	// a write is complete and before it is renamed into place; an error

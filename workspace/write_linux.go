@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -21,7 +22,8 @@ import (
 // for a symbolic link (cfg -> pub, for cfg/.env to hide): the root
 // would follow it, within the workspace, and the content of a path to
 // hide would land where the link leads, a name commands see. Reached
-// this way, no link is followed after the directory is opened.
+// this way, no link is followed after the directory is opened; folders
+// missing on the way are created so too (mkdirBeneath).
 //
 // A link on the way to a target that is a path to hide is refused
 // (ReasonLinkToHidden), as the check refuses one it sees. done is false
@@ -33,10 +35,7 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 	dir, base := filepath.Dir(target), filepath.Base(target)
 	d, err := w.dirBeneath(dir)
 	if errors.Is(err, unix.ENOENT) && dir != "." {
-		if err := w.root.MkdirAll(dir, 0o755); err != nil {
-			return true, classify(err)
-		}
-		d, err = w.dirBeneath(dir)
+		d, err = w.mkdirBeneath(dir)
 	}
 	if err != nil {
 		if errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM) {
@@ -97,6 +96,34 @@ func (w *Workspace) dirBeneath(dir string) (int, error) {
 		return err
 	})
 	return fd, err
+}
+
+// mkdirBeneath creates the folders of dir (relative to the root,
+// cleaned) that are missing and opens it, as dirBeneath does: one
+// component at a time from the root's descriptor, following no link,
+// so that a link a command makes on the way meanwhile fails it (ELOOP)
+// rather than has folders created where the link leads.
+func (w *Workspace) mkdirBeneath(dir string) (int, error) {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	d, err := w.dirBeneath(".")
+	if err != nil {
+		return -1, err
+	}
+	for part := range strings.SplitSeq(dir, "/") {
+		next, err := w.sys.openBeneath(d, part, &how)
+		if errors.Is(err, unix.ENOENT) {
+			err = unix.Mkdirat(d, part, 0o755)
+			if err == nil || errors.Is(err, unix.EEXIST) {
+				next, err = w.sys.openBeneath(d, part, &how)
+			}
+		}
+		unix.Close(d)
+		if err != nil {
+			return -1, err
+		}
+		d = next
+	}
+	return d, nil
 }
 
 // noEINTR calls fn again while it is interrupted by a signal (EINTR), as

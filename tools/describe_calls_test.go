@@ -13,12 +13,12 @@ import (
 	"github.com/polyweave/polyweave-go/tools"
 )
 
-// TestTool_DescribeOnAStreamWithACallRunning: a DESCRIBE on the stream of
-// a call still running is answered (DESCRIPTION, END) at once, and the
-// call still gets its one result, with the END of its id, when the tool
-// actor stops with it running: the DESCRIBE's END, which ends the stream
-// in the runtime's view, answers none of its calls; the tool answers each
-// itself.
+// TestTool_DescribeOnAStreamWithACallRunning: a DESCRIBE of no id on
+// the stream of a call still running is answered with its DESCRIPTION at
+// once and its END once no call runs on the stream: an END of no id ends
+// the stream, and every call on it, in the runtime's view. The call
+// still gets its one result, with the END of its id, when the tool actor
+// stops with it running, and the DESCRIBE's END follows it.
 func TestTool_DescribeOnAStreamWithACallRunning(t *testing.T) {
 	started := make(chan struct{})
 	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
@@ -31,18 +31,18 @@ func TestTool_DescribeOnAStreamWithACallRunning(t *testing.T) {
 	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
 	<-started
 	send(t, conn, messages.Describe("s"))
-	got, err := conn.RecvStream(testCtx(t), "s")
+	f, err := conn.Recv(testCtx(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"DESCRIPTION", "END"}; len(got) != 2 || got[0].GetType().String() != want[0] {
-		t.Fatalf("DESCRIBE answered with %q, want DESCRIPTION and END", lines(got))
+	if f.GetType() != messages.FrameType_DESCRIPTION || f.GetStreamId() != "s" {
+		t.Fatalf("DESCRIBE answered first with %q, want its DESCRIPTION", lines([]*messages.Frame{f}))
 	}
 	rest := closeFor(t, conn, "s")
-	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
+	if len(rest) != 3 || rest[0].GetType() != messages.FrameType_TOOL_RESULT || rest[0].GetToolCallId() != "c1" ||
 		tools.KindOf(rest[0]) != tools.FailureStopped || rest[1].GetType() != messages.FrameType_END ||
-		rest[1].GetToolCallId() != "c1" {
-		t.Errorf("after the stop, stream s got %q, want c1's stopped result and its END", lines(rest))
+		rest[1].GetToolCallId() != "c1" || rest[2].GetType() != messages.FrameType_END || rest[2].GetToolCallId() != "" {
+		t.Errorf("after the stop, stream s got %q, want c1's stopped result, its END and the DESCRIBE's END", lines(rest))
 	}
 }
 
@@ -84,14 +84,24 @@ func (l failsOnBoom) OnFailure(c actors.Context, err error) {
 	l.Logic.(actors.FailureHandler).OnFailure(c, err)
 }
 
-// TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall: a DESCRIBE with a
-// tool-call id, on the stream of a call still running, is answered with
-// an END of its id: the runtime, which tracks a stream's calls by their
-// ids, still knows the running call open on the stream. So a frame of
-// that call that fails the tool actor, resumed by its supervisor, has the
-// runtime answer the call, once (ERROR and END of its id), and stop its
-// work; what the tool then emits of the call is dropped.
-func TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall(t *testing.T) {
+// TestTool_DescribeLeavesTheRuntimeTheCall: a DESCRIBE, with a tool-call
+// id or without, on the stream of a call still running, leaves the
+// runtime, which tracks a stream's calls by their ids, the running call
+// open on the stream: one with an id is answered with an END of its id
+// at once, one without is answered with its END only once no call runs
+// on the stream. So a frame of that call that fails the tool actor,
+// resumed by its supervisor, has the runtime answer the call, once
+// (ERROR and END of its id), and stop its work; what the tool then emits
+// of the call is dropped.
+func TestTool_DescribeLeavesTheRuntimeTheCall(t *testing.T) {
+	for _, id := range []string{"d1", ""} {
+		t.Run("id="+id, func(t *testing.T) { describeThenFailTheCall(t, id) })
+	}
+}
+
+// describeThenFailTheCall runs TestTool_DescribeLeavesTheRuntimeTheCall
+// with a DESCRIBE of tool-call id id.
+func describeThenFailTheCall(t *testing.T, id string) {
 	started, stopped := make(chan struct{}), make(chan struct{})
 	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
 		close(started)
@@ -110,14 +120,23 @@ func TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall(t *testing.T) {
 	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
 	<-started
 	describe := messages.Describe("s")
-	describe.ToolCallId = "d1"
+	describe.ToolCallId = id
 	send(t, conn, describe)
-	got, err := conn.RecvStream(testCtx(t), "s")
-	if err != nil {
-		t.Fatal(err)
+	want := 2 // DESCRIPTION and the END of id
+	if id == "" {
+		want = 1 // DESCRIPTION; its END comes once c1 has its answer
 	}
-	if len(got) != 2 || got[0].GetType() != messages.FrameType_DESCRIPTION || got[1].GetToolCallId() != "d1" {
-		t.Fatalf("DESCRIBE d1 answered with %q, want DESCRIPTION and the END of d1", lines(got))
+	var got []*messages.Frame
+	for len(got) < want {
+		f, err := conn.Recv(testCtx(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, f)
+	}
+	if got[0].GetType() != messages.FrameType_DESCRIPTION || got[0].GetStreamId() != "s" ||
+		id != "" && (got[1].GetType() != messages.FrameType_END || got[1].GetToolCallId() != id) {
+		t.Fatalf("DESCRIBE %q answered with %q, want DESCRIPTION (and the END of its id, if it has one)", id, lines(got))
 	}
 
 	boom := messages.Meta("s", "boom", nil)
@@ -137,9 +156,15 @@ func TestTool_DescribeWithAnIDLeavesTheRuntimeTheCall(t *testing.T) {
 		t.Error("the Resume did not stop c1's work")
 	}
 	rest := closeFor(t, conn, "s") // what came on s after the DESCRIBE, the stop's included
-	if len(rest) != 2 || rest[0].GetType() != messages.FrameType_ERROR || rest[0].GetToolCallId() != "c1" ||
+	wantRest := 2
+	if id == "" {
+		wantRest = 3 // and the DESCRIBE's END, once c1 ended
+	}
+	if len(rest) != wantRest || rest[0].GetType() != messages.FrameType_ERROR || rest[0].GetToolCallId() != "c1" ||
 		rest[0].GetMeta().GetFailureKind() != actors.FailedKind ||
-		rest[1].GetType() != messages.FrameType_END || rest[1].GetToolCallId() != "c1" {
-		t.Errorf("after c1's frame failed the tool, stream s got %q, want c1's ERROR (failed) and END alone", lines(rest))
+		rest[1].GetType() != messages.FrameType_END || rest[1].GetToolCallId() != "c1" ||
+		id == "" && (rest[2].GetType() != messages.FrameType_END || rest[2].GetToolCallId() != "") {
+		t.Errorf("after c1's frame failed the tool, stream s got %q, want c1's ERROR (failed) and END alone "+
+			"(then the END of the DESCRIBE of no id)", lines(rest))
 	}
 }

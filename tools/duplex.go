@@ -28,8 +28,11 @@ func (t *Tool) Spec() actors.Spec {
 // The duplex answers DESCRIBE with a DESCRIPTION frame (payload: the
 // [Description] as JSON) and END, both with the DESCRIBE's tool-call id
 // when it has one (so a DESCRIBE on the stream of a running call ends
-// only itself, in the runtime's view too: see package actors); it ignores
-// TICK and calls for other tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
+// only itself, in the runtime's view too: see package actors). An END of
+// no id ends its stream and every call on it, so a DESCRIBE of no id on
+// the stream of running calls gets its DESCRIPTION at once and its END
+// after the last of those calls' ENDs. It ignores TICK and calls for
+// other tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
 // followed by an END, both carrying the call's stream id and tool-call id:
 // the handler's result, or an error result (see [FailureKind]) for invalid
 // arguments, a handler error, a timeout, a CANCEL (of that call id, or of
@@ -77,6 +80,9 @@ type toolLogic struct {
 	running map[callKey]*runningCall
 	bySeq   map[uint64]callKey
 	inTurn  *runningCall // the sync call running in this turn, if any
+	// held are the streams whose DESCRIBEs of no id wait for their END
+	// until no call runs on them (see describe).
+	held map[string]bool
 	// armed is the deadline the one timeout timer is set for; zero when
 	// none is. Every call has the tool's timeout, so a call started later
 	// has a later deadline: it needs no timer of its own while one is
@@ -104,12 +110,7 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 	case *messages.Frame:
 		switch m.GetType() {
 		case messages.FrameType_DESCRIBE:
-			// Both carry the DESCRIBE's tool-call id, if it has one: the
-			// runtime, which tracks a stream's calls by their ids, then
-			// ends the DESCRIBE alone, not a call running on its stream.
-			c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: m.GetStreamId(),
-				ToolCallId: m.GetToolCallId(), Name: l.t.def.Name, Payload: l.t.describe})
-			c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: m.GetStreamId(), ToolCallId: m.GetToolCallId()})
+			l.describe(c, m)
 		case messages.FrameType_TOOL_CALL:
 			if m.GetName() == l.t.def.Name {
 				l.call(c, m)
@@ -128,6 +129,36 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 			l.deadline(c, k.at)
 		}
 	}
+}
+
+// describe answers a DESCRIBE with its DESCRIPTION and END, both with
+// the DESCRIBE's tool-call id, if it has one: the runtime, which tracks a
+// stream's calls by their ids, then ends the DESCRIBE alone, not a call
+// running on its stream. An END of no id ends the stream and every call
+// on it, so that of a DESCRIBE of no id on a stream with calls running
+// waits for the last of them to end (see finish).
+func (l *toolLogic) describe(c actors.Context, m *messages.Frame) {
+	stream, id := m.GetStreamId(), m.GetToolCallId()
+	c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: stream, ToolCallId: id,
+		Name: l.t.def.Name, Payload: l.t.describe})
+	if id == "" && l.runsOn(stream) {
+		if l.held == nil {
+			l.held = map[string]bool{}
+		}
+		l.held[stream] = true
+		return
+	}
+	c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: stream, ToolCallId: id})
+}
+
+// runsOn reports whether a call runs on stream.
+func (l *toolLogic) runsOn(stream string) bool {
+	for k := range l.running {
+		if k.stream == stream {
+			return true
+		}
+	}
+	return false
 }
 
 func (l *toolLogic) lookup(seq uint64) *runningCall {
@@ -338,6 +369,10 @@ func (l *toolLogic) finish(c actors.Context, rc *runningCall, result *messages.F
 		rc.cancel()
 	}
 	answer(c, result)
+	if stream := result.GetStreamId(); l.held[stream] && !l.runsOn(stream) {
+		delete(l.held, stream)
+		c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: stream})
+	}
 }
 
 // answer emits a call's one result and the END that closes it.

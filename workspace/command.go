@@ -539,7 +539,11 @@ func (w *Workspace) prepare(ctx context.Context) (*prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	sb, err := sandbox.PrepareContext(ctx, *w.sandbox, w.rootDir, outW, errW)
+	cfg := *w.sandbox
+	w.hideMu.Lock()
+	cfg.Resolved = w.hiddenIDsLocked()
+	w.hideMu.Unlock()
+	sb, err := sandbox.PrepareContext(ctx, cfg, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).
 	outW.Close()
 	errW.Close()

@@ -107,15 +107,14 @@ func TestHiddenPathWrittenWhileACommandRunsStaysHidden(t *testing.T) {
 			if !tempMade {
 				t.Errorf("the write with no command running did not go through a temporary file")
 			}
-			// A path present at open that holds another file now may be
-			// refused (ErrHiddenMoved), as TestHiddenFileReplacedWhilePreparedStaysHidden
-			// says: either answer keeps the secret.
+			// The file the tools put there is what the sandboxes expect
+			// there: the next command runs, and the file is hidden.
 			res, err = ws.RunCommand(context.Background(), RunCommandInput{Command: "ls -a cfg; cat " + c.file + " 2>&1"})
 			mustDo(t, err)
 			switch {
 			case strings.Contains(res.Stdout, "SECRET"):
 				t.Errorf("the next command read the hidden path: %q", res.Stdout)
-			case !res.Sandboxed && !(c.exists && strings.Contains(res.Error, "moved or replaced")):
+			case !res.Sandboxed:
 				t.Errorf("the next command did not run sandboxed: %+v", res)
 			}
 		})
@@ -191,5 +190,66 @@ func TestHiddenPathNotWrittenUntilAKilledSandboxIsGone(t *testing.T) {
 	ws.reapers.Wait()
 	if res := write(); !res.Success {
 		t.Errorf("write once the killed sandbox is gone: %+v", res)
+	}
+}
+
+// A hidden file present when the workspace was opened, written by
+// write_file or undo's restore (a new file renamed over it), is what
+// the sandboxes expect there from then on: the next command runs, and
+// does not see it. The same file replaced from outside the tools after
+// that still keeps commands from running (sandbox.ErrHiddenMoved), as
+// does one replaced from outside before the tools write it: their
+// write does not make it expected.
+func TestHiddenFileWrittenByTheToolsKeepsCommandsRunning(t *testing.T) {
+	requireSandbox(t)
+	for _, c := range []struct {
+		name          string
+		undo, outside bool
+	}{
+		{"write_file", false, false},
+		{"undo's restore", true, false},
+		{"write_file over a file replaced from outside", false, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			key := filepath.Join(dir, "key.env")
+			mustDo(t, os.WriteFile(key, []byte("OLDSECRET"), 0o600))
+			ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{key}})
+			mustDo(t, err)
+			defer ws.Close()
+			ctx := context.Background()
+			if c.outside {
+				mustDo(t, os.Rename(key, filepath.Join(dir, "moved.txt")))
+				mustDo(t, os.WriteFile(key, []byte("OUTSIDE"), 0o600))
+			}
+			if c.undo {
+				mustDo(t, ws.restore(&writeRecord{Path: "key.env", Existed: true, Perm: 0o600, Prev: []byte("NEWSECRET")}))
+			} else if res, err := ws.WriteFile(ctx, WriteFileInput{Path: "key.env", Content: "NEWSECRET"}); err != nil || !res.Success {
+				t.Fatalf("write_file: %+v, %v", res, err)
+			}
+			res, err := ws.RunCommand(ctx, RunCommandInput{Command: "cat key.env 2>&1; echo ran"})
+			mustDo(t, err)
+			if strings.Contains(res.Stdout, "SECRET") {
+				t.Fatalf("the command read the hidden file: %q", res.Stdout)
+			}
+			if c.outside {
+				if res.Sandboxed || !strings.Contains(res.Error, "moved or replaced") {
+					t.Fatalf("a hidden file replaced from outside, then written by write_file: %+v, want the command refused", res)
+				}
+				return
+			}
+			if !res.Sandboxed || !strings.Contains(res.Stdout, "ran") {
+				t.Fatalf("the command after the tools wrote the hidden file did not run: %+v", res)
+			}
+			// Replaced from outside now (a new file, made while the
+			// other exists: another inode): refused again.
+			mustDo(t, os.WriteFile(key+".new", []byte("OUTSIDE"), 0o600))
+			mustDo(t, os.Rename(key+".new", key))
+			res, err = ws.RunCommand(ctx, RunCommandInput{Command: "cat key.env 2>&1; echo ran"})
+			mustDo(t, err)
+			if strings.Contains(res.Stdout, "OUTSIDE") || res.Sandboxed || !strings.Contains(res.Error, "moved or replaced") {
+				t.Fatalf("a hidden file replaced from outside after the tools wrote it: %+v, want the command refused", res)
+			}
+		})
 	}
 }

@@ -272,8 +272,11 @@ type Options struct {
 	//     anyone, the file tools included), since the set-up, a new
 	//     sandbox is set up. What exists when a command starts is
 	//     hidden from it; an entry inside the workspace that existed
-	//     when New ran and was moved or replaced since refuses the
-	//     commands instead ([sandbox.ErrHiddenMoved]).
+	//     when New ran and was moved or replaced since from outside the
+	//     file tools refuses the commands instead
+	//     ([sandbox.ErrHiddenMoved]). A file that write_file or undo
+	//     puts in its place is what the sandboxes expect there from
+	//     then on (unless the entry held another file already).
 	//   - A path inside the workspace is hidden from commands, not from
 	//     the file tools. A command cannot rename or remove a path that
 	//     exists when its sandbox is set up, nor a directory on the way
@@ -383,6 +386,12 @@ type Workspace struct {
 	// it writes, and is refused while commands is not zero (hiddenWrite).
 	hideMu   sync.Mutex
 	commands int
+	// hiddenIDs, guarded by hideMu, is what the sandboxes take the
+	// paths to hide to be once the tools wrote one that had an
+	// identity (see hiddenWrite); nil until then. It is replaced, never
+	// changed in place.
+	hiddenIDs []sandbox.HiddenPath
+
 	calls    sync.WaitGroup // in-flight calls
 	once     sync.Once
 	closeErr error

@@ -8,9 +8,12 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
 // tempPrefix starts the names of the temporary files writes create next
@@ -429,6 +432,16 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 // place instead would keep an existing file's cover, but not cover a
 // new one, and would give up the write's atomicity. end is nil when
 // target is not hidden, or nothing is hidden.
+//
+// The sandboxes refuse to run a command when a path to hide that
+// existed as the workspace was opened holds another file
+// ([sandbox.ErrHiddenMoved]): what it held may have been moved to a
+// name commands see. The new file the write renames over it is the
+// tools' own, and the old one is gone, not moved: when the path held
+// the very file the sandboxes expect there as the write began, end
+// makes them expect the new one (see hiddenIDs), so that the next
+// command runs, with it hidden. A path that held another file already
+// (replaced from outside the tools) is still refused.
 func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
 		return nil, nil
@@ -443,7 +456,37 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 			"and writing a path hidden from commands now would show it to that command; nothing was written: "+
 			"write it once the command has ended")
 	}
-	return w.hideMu.Unlock, nil
+	ids := w.hiddenIDsLocked()
+	i := slices.IndexFunc(ids, func(h sandbox.HiddenPath) bool {
+		return (h.Dev != 0 || h.Ino != 0) && h.Path == filepath.Join(w.dir, target)
+	})
+	if i < 0 {
+		return w.hideMu.Unlock, nil
+	}
+	if before, err := w.entryBeneath(target); err != nil || before != (entryID{ids[i].Dev, ids[i].Ino}) {
+		return w.hideMu.Unlock, nil
+	}
+	return func() {
+		defer w.hideMu.Unlock()
+		after, err := w.entryBeneath(target)
+		if err != nil || after == (entryID{ids[i].Dev, ids[i].Ino}) {
+			return
+		}
+		ids = slices.Clone(ids)
+		ids[i].Dev, ids[i].Ino = after.dev, after.ino
+		w.hiddenIDs = ids
+	}, nil
+}
+
+// hiddenIDsLocked is what the sandboxes take the paths to hide to be
+// ([sandbox.Config.Resolved]): the paths and identities found as the
+// workspace was opened, with the identities of the files the tools
+// wrote since in their place (hiddenWrite). w.hideMu held.
+func (w *Workspace) hiddenIDsLocked() []sandbox.HiddenPath {
+	if w.hiddenIDs != nil {
+		return w.hiddenIDs
+	}
+	return w.sandbox.Resolved
 }
 
 // writeSynced writes content to the new file f, sets perm exactly when it

@@ -4,12 +4,16 @@ package workspace
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/polyweave/polyweave-go/tools"
 )
 
 // A path hidden from commands written while a command runs (write_file,
@@ -66,6 +70,14 @@ func TestHiddenPathWrittenWhileACommandRunsStaysHidden(t *testing.T) {
 				wrote = err == nil
 				if err != nil {
 					why = err.Error()
+					// As write_file's refusal, undo's answers the call
+					// as one that cannot be done now: it does not
+					// count against the tool's circuit breaker.
+					err = fmt.Errorf("workspace: undo: restore %s: %w", c.file, err) // as Journal.Undo says it
+					var re *tools.ResultError
+					if !errors.As(undoFailed(UndoResult{Error: err.Error()}, err), &re) || re.Kind != tools.FailureInvalidArguments {
+						t.Errorf("undo refused while a command runs: answered as %+v, want kind %q", re, tools.FailureInvalidArguments)
+					}
 				}
 			} else {
 				res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: c.file, Content: "NEWSECRET"})

@@ -136,15 +136,21 @@ func failedResult(out result, reason Reason, msg string) error {
 	if err != nil {
 		return err
 	}
-	kind := tools.FailureInvalidArguments
-	switch reason {
-	case ReasonIO, ReasonWorkspaceGone, ReasonStartFailed, "":
-		kind = tools.FailureHandler
-	case ReasonNotFound, ReasonDanglingLink:
-		kind = tools.FailureNotFound
-	}
+	kind := failureKind(reason)
 	if r, ok := out.(RunCommandResult); ok && r.notReady {
 		kind = tools.FailureUnavailable
 	}
 	return &tools.ResultError{Payload: payload, Kind: kind, Err: errors.New(msg)}
+}
+
+// failureKind is the kind of an error result that answers a call
+// refused or failed for reason (see failedResult).
+func failureKind(reason Reason) tools.FailureKind {
+	switch reason {
+	case ReasonIO, ReasonWorkspaceGone, ReasonStartFailed, "":
+		return tools.FailureHandler
+	case ReasonNotFound, ReasonDanglingLink:
+		return tools.FailureNotFound
+	}
+	return tools.FailureInvalidArguments
 }

@@ -299,18 +299,25 @@ func (j *Journal) UndoTool() (*tools.Tool, error) {
 // tools.FailureInvalidArguments when it asked for what cannot be undone
 // ([ErrChangedSince], [ErrNotKept]), neither of which counts against the
 // tool's circuit breaker, and tools.FailureHandler when the workspace or
-// the journal failed.
+// the journal failed. A file the workspace refused to read or restore
+// is answered as write_file's refusal with the same reason is (see
+// failedResult): a path hidden from commands while a command runs
+// (ReasonHiddenInUse), say, is a call that cannot be done now, not a
+// broken tool.
 func undoFailed(out UndoResult, err error) error {
 	payload, merr := marshal(out, len(out.Error)+64*len(out.Restored))
 	if merr != nil {
 		return err
 	}
 	kind := tools.FailureHandler
+	var re *refusedError
 	switch {
 	case errors.Is(err, ErrNoSuchCall):
 		kind = tools.FailureNotFound
 	case errors.Is(err, ErrChangedSince), errors.Is(err, ErrNotKept):
 		kind = tools.FailureInvalidArguments
+	case errors.As(err, &re):
+		kind = failureKind(re.reason)
 	}
 	return &tools.ResultError{Payload: payload, Kind: kind, Err: err}
 }
@@ -713,7 +720,7 @@ func (w *Workspace) currentHash(path string) (hash, changed string, err error) {
 		}
 		return "", string(rf.reason), nil
 	case rf != nil:
-		return "", "", errors.New(rf.message("undo", path))
+		return "", "", undoRefused(rf, path)
 	}
 	defer f.Close()
 	h := sha256.New()
@@ -749,7 +756,7 @@ func replacedSince(r Reason) bool {
 func (w *Workspace) restore(r *writeRecord) error {
 	name, rf := w.checkWriteName(r.Path)
 	if rf != nil {
-		return errors.New(w.explain(r.Path, rf).message("undo", r.Path))
+		return undoRefused(w.explain(r.Path, rf), r.Path)
 	}
 	if w.hookAfterCheck != nil {
 		w.hookAfterCheck()
@@ -761,7 +768,23 @@ func (w *Workspace) restore(r *writeRecord) error {
 		return nil
 	}
 	if rf := w.replace(name, r.Perm, true, string(r.Prev)); rf != nil {
-		return errors.New(rf.message("undo", r.Path))
+		return undoRefused(rf, r.Path)
 	}
 	return nil
+}
+
+// refusedError is an undo's refusal (or failure) of the workspace's, as
+// write_file reports it: its reason says how the undo call is answered
+// (see undoFailed).
+type refusedError struct {
+	reason Reason
+	msg    string
+}
+
+func (e *refusedError) Error() string { return e.msg }
+
+// undoRefused is the error of an undo refused (or failed) by rf while it
+// read or restored path.
+func undoRefused(rf *refusal, path string) error {
+	return &refusedError{reason: rf.reason, msg: rf.message("undo", path)}
 }

@@ -68,48 +68,36 @@ func TestDurableRouter_EndOfOneCallLeavesTheStreamOpen(t *testing.T) {
 // TestDurableRouter_EndOfOneCallKeepsTheEchoExpected: the result of a
 // call ended at the limit on a closed stream goes into the model, which
 // echoes it late; meanwhile the consumer opens two calls on the stream
-// (x and y) and the model ends x alone. The stream goes on with y, so the
-// model may still echo the ended call's result there: that echo does not
-// go out, as it would not before the END of x.
+// (x and y) and the model ends x alone, by an END of its id or, as the
+// runtime answers one call of several, by an ERROR and an END of its id
+// (x is open until its END). The stream goes on with y, so the model may
+// still echo the ended call's result there: that echo does not go out,
+// as it would not before x ended.
 func TestDurableRouter_EndOfOneCallKeepsTheEchoExpected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := endedAtTheLimit(t, holdModel)
+	for _, tc := range []struct {
+		name  string
+		endsX []*messages.Frame
+	}{
+		{"END", []*messages.Frame{withCall(messages.End("s"), "x")}},
+		{"ERROR and END", []*messages.Frame{withCall(messages.Error("s", "x failed"), "x"), withCall(messages.End("s"), "x")}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				h := endedAtTheLimit(t, holdModel)
 
-		send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
-		streamUntil(t, h.conn, "s", isText("y"))
-		send(t, h.conn, withCall(messages.End("s"), "x")) // the model echoes it: x ends, y goes on
-		streamUntil(t, h.conn, "s", isEnd)
+				send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
+				streamUntil(t, h.conn, "s", isText("y"))
+				send(t, h.conn, tc.endsX...) // the model echoes it: x ends, y goes on
+				streamUntil(t, h.conn, "s", isEnd)
 
-		send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
-		out := streamUntil(t, h.conn, "s", isText("release"))
-		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
-			t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
-		}
-	})
-}
-
-// TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected is
-// TestDurableRouter_EndOfOneCallKeepsTheEchoExpected with the model
-// answering x alone by an ERROR and an END of its id, as the runtime
-// answers one call of several: x is open until its END, so the stream
-// goes on with y, and the echo of the ended call's result that the model
-// emits there after does not go out.
-func TestDurableRouter_ErrorAndEndOfOneCallKeepTheEchoExpected(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		h := endedAtTheLimit(t, holdModel)
-
-		send(t, h.conn, withCall(messages.Text("s", "x"), "x"), withCall(messages.Text("s", "y"), "y"))
-		streamUntil(t, h.conn, "s", isText("y"))
-		// The model echoes them: x ends, y goes on.
-		send(t, h.conn, withCall(messages.Error("s", "x failed"), "x"), withCall(messages.End("s"), "x"))
-		streamUntil(t, h.conn, "s", isEnd)
-
-		send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
-		out := streamUntil(t, h.conn, "s", isText("release"))
-		if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
-			t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
-		}
-	})
+				send(t, h.conn, messages.Text("s", "release")) // the model echoes call_a's result, then the text
+				out := streamUntil(t, h.conn, "s", isText("release"))
+				if slices.ContainsFunc(out, func(f *messages.Frame) bool { return f.GetType() == messages.FrameType_TOOL_RESULT }) {
+					t.Errorf("stream s, where call y goes on, got %q: want the echo of the ended call_a's result kept in", lines(out))
+				}
+			})
+		})
+	}
 }
 
 // TestDurableRouter_EndOfOneCallLeavesTheOthersPending: the consumer has

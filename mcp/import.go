@@ -54,7 +54,8 @@ type ImportOptions struct {
 	// servers say why they fail); nil discards it.
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
-	// when set, is sent as Authorization: Bearer on every request. Errors
+	// when set, is sent as Authorization: Bearer on every request to the
+	// URL's scheme, host and port (not where a server redirects). Errors
 	// and log lines name the server by its URL with the password of its
 	// user info and the values of its query (where a server may take a
 	// token) cut out, and show neither these, nor the bearer token, nor
@@ -139,6 +140,8 @@ type Imported struct {
 	link  *link
 	conn  *actors.Conn
 	http  *http.Transport // for a URL: closed with the import
+	// endpoint is the URL parsed, or nil for a command.
+	endpoint *url.URL
 
 	mu     sync.Mutex
 	tools  []*tools.Tool
@@ -291,6 +294,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		if h := opts.hooks; h != nil && h.proxy != nil {
 			im.http.Proxy = http.ProxyURL(h.proxy)
 		}
+		im.endpoint = endpoint
 		im.scrub = urlScrubber(endpoint, opts.BearerToken, im.http.Proxy)
 	}
 	child := actors.Spec{New: func() actors.Logic { return &connection{im: im} }}
@@ -1199,10 +1203,10 @@ func (im *Imported) connect(job context.Context) connected {
 	} else {
 		var rt http.RoundTripper = im.http
 		if im.opts.BearerToken != "" {
-			rt = bearer{token: im.opts.BearerToken, next: im.http}
+			rt = bearer{token: im.opts.BearerToken, to: im.endpoint, next: im.http}
 		}
 		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
-		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
+		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: keepDelete}}
 	}
 	changes := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
@@ -1371,7 +1375,9 @@ const sessionEndTimeout = 2 * time.Second
 // answer and says nothing), but for 405 Method Not Allowed, with which a
 // server that does not let clients end sessions answers (MCP transports,
 // session management), and 404 Not Found, with which it answers for a
-// session it no longer knows, one it ended already.
+// session it no longer knows, one it ended already. A redirect did not
+// end the session either, and is reported: it is not followed
+// (keepDelete).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1396,6 +1402,11 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 			why = context.Cause(ctx)
 		}
 		e.im.sessionNotEnded("MCP server not told the session ended", fmt.Errorf("the server was not told the session ended: %w", why))
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		// Nor its Location, which the server writes as it likes, and
+		// which may carry a token.
+		e.im.sessionNotEnded("MCP server did not end the session", fmt.Errorf("the server did not end the session: it answered the DELETE with HTTP %d %s, a redirect, which is not followed",
+			res.StatusCode, http.StatusText(res.StatusCode)))
 	case res.StatusCode >= 400 && res.StatusCode != http.StatusMethodNotAllowed && res.StatusCode != http.StatusNotFound:
 		// The status's own text, not the server's reason, which it writes
 		// as it likes. (The URL is the import's, which the error names.)
@@ -1403,6 +1414,23 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 			res.StatusCode, http.StatusText(res.StatusCode)))
 	}
 	return res, err
+}
+
+// keepDelete is the CheckRedirect of an import's HTTP client: the
+// redirect of a DELETE, which ends a session, is not followed (the
+// client returns the redirect, which sessionEnd reports). http.Client
+// would follow 301, 302 and 303 with a GET, whose answer says nothing of
+// the session, and 307 and 308 with a DELETE elsewhere than where the
+// session was opened. Other requests are redirected as http.Client's
+// default policy does.
+func keepDelete(req *http.Request, via []*http.Request) error {
+	if via[0].Method == http.MethodDelete {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects") // http.Client's default
+	}
+	return nil
 }
 
 // sessionNotEnded reports that a session's DELETE did not end it (err
@@ -1418,14 +1446,40 @@ func (im *Imported) sessionNotEnded(msg string, err error) {
 	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: %w", im.what(), err))
 }
 
-// bearer adds an Authorization header to each request.
+// bearer adds an Authorization header to each request to the origin
+// (scheme, host and port) of the URL to: not to a place a server
+// redirects the client to (http.Client follows the redirects of a POST,
+// and this transport, below it, sees each as a request of its own),
+// which may be another server's, or the same host without TLS.
 type bearer struct {
 	token string
+	to    *url.URL
 	next  http.RoundTripper
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !sameOrigin(r.URL, b.to) {
+		return b.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			return "80"
+		case "https":
+			return "443"
+		}
+		return ""
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }

@@ -56,7 +56,10 @@ type Config struct {
 	APIKey string
 	// BaseURL is the API root; the errors of the answers never repeat
 	// the password of its user info either, plain or as the base64 of
-	// the basic auth the HTTP client sends with it.
+	// the basic auth the HTTP client sends with it, nor its user name,
+	// which may be a token (https://TOKEN@host/): whole when it has 8
+	// bytes or more, and only where it is quoted as a credential when
+	// shorter (a short user name is no token).
 	BaseURL string
 }
 
@@ -86,7 +89,7 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
-	secrets []string // the API key and base URL's password, cut out of error texts
+	fixed   *credentials // the API key and base URL's user info, cut out of error texts
 	// transport is the *http.Transport at the bottom of the client, when
 	// known (see transportOf): what it sends a proxy (the password of the
 	// proxy's URL, its ProxyConnectHeader) are credentials too.
@@ -103,7 +106,7 @@ func Open(c Config) *Endpoint {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
-	e.secrets = secrets(c)
+	e.fixed = configCredentials(c)
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
@@ -235,7 +238,8 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
 // frames. No frame carries a credential: the API key of e's Config, the
-// password of its base URL (plain and in basic auth), what the SDK
+// user info of its base URL (the password, plain and in basic auth, and
+// the user name), what the SDK
 // middleware [Credentials] noted of the attempts of the request
 // (credentials added by an adapter's RequestOptions), and what the
 // request's headers carried on the wire (credentials a transport of the
@@ -268,10 +272,19 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 // the query strings of the URLs sent.
 func (e *Endpoint) redact(text string, sent *credentials) string {
 	sent.mu.Lock()
-	queries, secrets := slices.Clone(sent.queries), append(slices.Clone(e.secrets), sent.secrets...)
+	queries := slices.Clone(sent.queries)
+	secrets := append(slices.Clone(e.fixed.secrets), sent.secrets...)
+	names := append(slices.Clone(e.fixed.names), sent.names...)
 	sent.mu.Unlock()
 	for _, q := range queries {
 		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
+	}
+	for _, name := range names {
+		if len(name) >= minSecret {
+			text = redact(text, name)
+		} else {
+			text = redactQuoted(text, name)
+		}
 	}
 	for _, secret := range secrets {
 		switch {
@@ -295,9 +308,10 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 // Api-Key and any other whose name speaks of a key, token, secret,
 // password, signature, session or cookie, whole), the values of its query parameters so
 // named (escaped as sent, and unescaped), its whole query string, the
-// password of its user info, and the password of the proxy the
-// endpoint's *http.Transport (behind a resilience.Transport too) sends it
-// through, plain and as the basic auth the transport makes of it.
+// user info of its URL, and the user info of the proxy the endpoint's
+// *http.Transport (behind a resilience.Transport too) sends it through:
+// the password, plain and as the basic auth made of it, and the user
+// name (see [credentials.userinfo]).
 // Answer cuts them out of the request's error.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
@@ -312,6 +326,7 @@ type credentialsKey struct{}
 type credentials struct {
 	mu      sync.Mutex
 	secrets []string
+	names   []string // user names (see userinfo)
 	queries []string // raw query strings
 	// transport is the endpoint's *http.Transport, or nil.
 	transport *http.Transport
@@ -345,16 +360,11 @@ func (c *credentials) note(req *http.Request) {
 		// The transport sends the proxy its user info as basic auth,
 		// after every middleware: a proxy may quote it as it refuses it.
 		if u, err := t.Proxy(req); err == nil && u != nil {
-			if password, ok := u.User.Password(); ok {
-				c.add(password)
-				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))
-			}
+			c.userinfo(u.User)
 		}
 	}
 	if u := req.URL; u != nil {
-		if password, ok := u.User.Password(); ok {
-			c.add(password)
-		}
+		c.userinfo(u.User)
 		if u.RawQuery != "" && !slices.Contains(c.queries, u.RawQuery) {
 			c.queries = append(c.queries, u.RawQuery)
 			for pair := range strings.SplitSeq(u.RawQuery, "&") {
@@ -431,8 +441,9 @@ func (c *credentials) authorization(v string) {
 	c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
 	if strings.EqualFold(scheme, "Basic") {
 		if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
-			if _, password, ok := strings.Cut(string(b), ":"); ok {
+			if user, password, ok := strings.Cut(string(b), ":"); ok {
 				c.add(password)
+				c.name(user)
 			}
 		}
 		return
@@ -470,6 +481,31 @@ func (c *credentials) add(secret string) {
 	}
 }
 
+// userinfo notes the credentials of u (none when nil), the user info of
+// a URL, which the HTTP client sends its server (or the transport its
+// proxy) as basic auth, even with no password: the password, the base64
+// of that basic auth, and the user name, which may be a token
+// (https://TOKEN@host/, or TOKEN:x-oauth-basic).
+func (c *credentials) userinfo(u *url.Userinfo) {
+	if u == nil {
+		return
+	}
+	password, _ := u.Password()
+	c.add(password)
+	c.add(base64.StdEncoding.EncodeToString([]byte(u.Username() + ":" + password)))
+	c.name(u.Username())
+}
+
+// name notes a user name. One as long as a secret (minSecret) is cut out
+// wherever it stands; a shorter one only where it is quoted as a
+// credential (redactQuoted): it is no token, and cut out as a word it
+// would cut ordinary words ("admin", "gateway") out of the text.
+func (c *credentials) name(n string) {
+	if n != "" && !slices.Contains(c.names, n) {
+		c.names = append(c.names, n)
+	}
+}
+
 // credentialName reports whether a header or query parameter of this
 // name may carry a credential. It is asked of every header field a
 // request writes: it does not allocate.
@@ -486,23 +522,15 @@ func credentialName(name string) bool {
 
 var credentialWords = []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"}
 
-// secrets returns what the errors of c's answers must not repeat: the
-// API key, and the password of the base URL's user info, plain and as
-// the base64 of the basic auth it makes (the Authorization header a
-// server may quote).
-func secrets(c Config) []string {
-	candidates := []string{c.APIKey}
-	if u, err := url.Parse(c.BaseURL); err == nil && u.User != nil {
-		if password, ok := u.User.Password(); ok {
-			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password))
-			candidates = append(candidates, password, basic)
-		}
-	}
-	var all []string
-	for _, s := range candidates {
-		if s != "" {
-			all = append(all, s)
-		}
+// configCredentials returns what the errors of c's answers must not
+// repeat: the API key, and the base URL's user info (its password, plain
+// and as the base64 of the basic auth it makes, the Authorization header
+// a server may quote, and its user name).
+func configCredentials(c Config) *credentials {
+	all := &credentials{}
+	all.add(c.APIKey)
+	if u, err := url.Parse(c.BaseURL); err == nil {
+		all.userinfo(u.User)
 	}
 	return all
 }

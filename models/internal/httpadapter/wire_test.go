@@ -2,6 +2,7 @@ package httpadapter_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -247,4 +249,70 @@ func refusingProxy(t *testing.T) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestAnswer_RedactsATokenAsTheURLsUserName: a token given as the user
+// name of the URL (https://TOKEN@host/..., with no password, or with a
+// password that says nothing) goes to the server as basic auth; the
+// error of a server quoting that header, and http.Client's error naming
+// the URL of a request that failed, show neither the token nor the
+// basic auth made of it, and still name the host. So when the URL is the
+// base URL of the Config, and when it is only the request's.
+func TestAnswer_RedactsATokenAsTheURLsUserName(t *testing.T) {
+	const token = "user-token-0123456789"
+	for _, c := range []struct{ name, user string }{
+		{"user name", token},
+		{"user name and password", token + ":x-oauth-basic"},
+	} {
+		for _, inConfig := range []bool{false, true} {
+			t.Run(fmt.Sprint(c.name, "/in config=", inConfig), func(t *testing.T) {
+				before := goleak.IgnoreCurrent()
+				var hangUp atomic.Bool
+				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if hangUp.Load() {
+						conn, _, err := http.NewResponseController(w).Hijack()
+						if err == nil {
+							_ = conn.Close()
+						}
+						return
+					}
+					w.WriteHeader(http.StatusUnauthorized)
+					_, _ = fmt.Fprintf(w, "refused %s", r.Header.Get("Authorization"))
+				}))
+				client := srv.Client()
+				defer func() {
+					client.CloseIdleConnections()
+					srv.Close()
+					leakcheck.VerifyNone(t, before)
+				}()
+				base := strings.Replace(srv.URL, "://", "://"+c.user+"@", 1) + "/v1"
+				cfg := httpadapter.Config{HTTPClient: client}
+				if inConfig {
+					cfg.BaseURL = base
+				}
+				e := httpadapter.Open(cfg)
+				host := strings.TrimPrefix(srv.URL, "http://")
+				basic := base64.StdEncoding.EncodeToString([]byte(c.user))
+				if !strings.Contains(c.user, ":") {
+					basic = base64.StdEncoding.EncodeToString([]byte(c.user + ":"))
+				}
+				for _, hang := range []bool{false, true} {
+					hangUp.Store(hang)
+					err := echoAnswer(e, base)(context.Background())
+					if err == nil {
+						t.Fatal("no error")
+					}
+					if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), basic) || strings.Contains(err.Error(), basic[:len(basic)-4]) {
+						t.Errorf("error %q shows the token of the URL's user name", err)
+					}
+					if want := "refused Basic "; !hang && !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q; want the server's reason, %q", err, want)
+					}
+					if hang && !strings.Contains(err.Error(), host+"/v1") {
+						t.Errorf("error %q; want the host and path of the URL", err)
+					}
+				}
+			})
+		}
+	}
 }

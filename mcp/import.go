@@ -56,12 +56,14 @@ type ImportOptions struct {
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
 	// when set, is sent as Authorization: Bearer on every request to the
 	// URL's scheme, host and port (not where a server redirects). Errors
-	// and log lines name the server by its URL with the password of its
-	// user info and the values of its query (where a server may take a
-	// token) cut out, and show neither these, nor the bearer token, nor
-	// the password of the proxy the requests go through, where the SDK's
-	// errors or the answers of the server or proxy quote them; a URL that
-	// does not parse is refused without being shown.
+	// and log lines name the server by its URL with its user info (the
+	// user name may be a token too: https://TOKEN@host/) and the values
+	// of its query (where a server may take a token) cut out, its host
+	// kept, and show neither these (those of 8 bytes or more), nor the
+	// basic auth the HTTP client makes of the user info, nor the bearer
+	// token, nor the user info of the proxy the requests go through,
+	// where the SDK's errors or the answers of the server or proxy quote
+	// them; a URL that does not parse is refused without being shown.
 	URL         string
 	BearerToken string
 	// Prefix is put before each tool's name (for example "fs_"), so that
@@ -467,24 +469,29 @@ const minCredential = 8
 // urlScrubber returns the replacer that cuts the credentials of u, and
 // token, out of an error's text: u's query string, as http.Client's
 // errors quote the URL (the password already cut out), and u's user
-// info, then the password, each value of the query (as written, and
-// unescaped) and token on their own, where the server quoted them, and
-// the password of the URL of u's proxy (per proxy, when not nil), plain
-// and as the basic auth the transport sends the proxy in the CONNECT of
-// an https URL, where a proxy refusing it may quote it (its reason is
-// then the transport's error).
+// info (as written, as http.Client writes it, its password cut out, and
+// as url.URL.Redacted does), then the user name (which may be a token:
+// https://TOKEN@host/), the password and the basic auth the HTTP client
+// makes of them, each value of the query (as written, and unescaped) and
+// token on their own, where the server quoted them, and the user info
+// of the URL of u's proxy (per proxy, when not nil): the user name, the
+// password, and the basic auth the transport sends the proxy in the
+// CONNECT of an https URL, where a proxy refusing it may quote it (its
+// reason is then the transport's error).
 func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, error)) *strings.Replacer {
 	var pairs []string
 	if u.RawQuery != "" {
 		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
 	}
-	if password, ok := u.User.Password(); ok && password != "" {
-		pairs = append(pairs, u.User.String()+"@", url.UserPassword(u.User.Username(), "xxxxx").String()+"@")
+	if u.User != nil {
+		shown := redactUser(u.User).String() + "@"
+		pairs = append(pairs, u.User.String()+"@", shown)
+		if _, ok := u.User.Password(); ok {
+			name := url.User(u.User.Username()).String()
+			pairs = append(pairs, name+":***@", shown, name+":xxxxx@", shown)
+		}
 	}
-	secrets := []string{token}
-	if password, ok := u.User.Password(); ok {
-		secrets = append(secrets, password)
-	}
+	secrets := append([]string{token}, userSecrets(u.User)...)
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
 		_, value, _ := strings.Cut(pair, "=")
 		secrets = append(secrets, value)
@@ -494,9 +501,7 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 	}
 	if proxy != nil {
 		if p, err := proxy(&http.Request{URL: u, Header: http.Header{}}); err == nil && p != nil {
-			if password, ok := p.User.Password(); ok {
-				secrets = append(secrets, password, base64.StdEncoding.EncodeToString([]byte(p.User.Username()+":"+password)))
-			}
+			secrets = append(secrets, userSecrets(p.User)...)
 		}
 	}
 	for _, s := range secrets {
@@ -505,6 +510,26 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 		}
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// userSecrets returns the credentials of the user info u (none when
+// nil), which the HTTP client sends as basic auth, password or not: the
+// user name, the password, and the base64 of that basic auth.
+func userSecrets(u *url.Userinfo) []string {
+	if u == nil {
+		return nil
+	}
+	password, _ := u.Password()
+	return []string{u.Username(), password, base64.StdEncoding.EncodeToString([]byte(u.Username() + ":" + password))}
+}
+
+// redactUser returns u with its user name, and its password if it has
+// one, replaced by "xxxxx".
+func redactUser(u *url.Userinfo) *url.Userinfo {
+	if _, ok := u.Password(); ok {
+		return url.UserPassword("xxxxx", "xxxxx")
+	}
+	return url.User("xxxxx")
 }
 
 // redact returns err with the credentials of the import's URL and its
@@ -530,16 +555,19 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactURL writes u for an error text with the password of its user
-// info and the value of each query parameter (where a server may take a
-// token) replaced by "xxxxx", as url.URL.Redacted does the password.
+// redactURL writes u for an error text with its user info (the user
+// name may be a token: https://TOKEN@host/) and the value of each query
+// parameter (where a server may take a token) replaced by "xxxxx", as
+// url.URL.Redacted does the password; the host is kept.
 func redactURL(u *url.URL) string {
-	if u.RawQuery != "" {
-		r := *u
+	r := *u
+	if r.RawQuery != "" {
 		r.RawQuery = redactQuery(r.RawQuery)
-		u = &r
 	}
-	return u.Redacted()
+	if r.User != nil {
+		r.User = redactUser(r.User)
+	}
+	return r.String()
 }
 
 // redactQuery returns the raw query q with each value replaced by

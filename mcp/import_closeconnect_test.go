@@ -184,7 +184,7 @@ func TestImport_RestartLogsADeleteThatFailed(t *testing.T) {
 // TestImport_CloseReportsTheStatusOfTheDelete: a server that answers the
 // DELETE ending its session with an error status did not end it, and
 // Close says so, with the status and the URL of the import (where the
-// DELETE went), the password of its user info and the values of its
+// DELETE went), its user info and the values of its
 // query (where a token may be) cut out. A server that does not allow DELETE (405, as MCP's
 // transport lets it answer) or no longer knows the session (404, as it
 // answers for one it ended) holds no session: Close has nothing to say.
@@ -217,7 +217,7 @@ func TestImport_CloseReportsTheStatusOfTheDelete(t *testing.T) {
 				}
 				return
 			}
-			redacted := strings.Replace(base, "://", "://me:xxxxx@", 1) + "/mcp?token=xxxxx&v=xxxxx&xxxxx"
+			redacted := strings.Replace(base, "://", "://xxxxx:xxxxx@", 1) + "/mcp?token=xxxxx&v=xxxxx&xxxxx"
 			if err == nil || !strings.Contains(err.Error(), "mcp: close import "+redacted+": the server did not end the session: it answered the DELETE with "+c.want) {
 				t.Fatalf("Close: %v; want it to say the server did not end the session, with the status and the URL of the DELETE", err)
 			}

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -25,6 +26,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -91,8 +94,9 @@ type Endpoint struct {
 	logger  *slog.Logger
 	fixed   *credentials // the API key and base URL's user info, cut out of error texts
 	// transport is the *http.Transport at the bottom of the client, when
-	// known (see transportOf): what it sends a proxy (the password of the
-	// proxy's URL, its ProxyConnectHeader) are credentials too.
+	// known (see transportOf): what it sends a proxy (the user info of the
+	// proxy's URL, its ProxyConnectHeader or the headers of its
+	// GetProxyConnectHeader) are credentials too.
 	transport *http.Transport
 }
 
@@ -245,13 +249,15 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // request's headers carried on the wire (credentials a transport of the
 // HTTP client added below the SDK, such as an OAuth2 transport's token:
 // the *http.Transport at the bottom reports each header it writes), and
-// the credentials of that transport's ProxyConnectHeader (which it sends
-// a proxy in the CONNECT of an https request, where no trace hears them)
-// are cut out of the text of send's errors and of the retry events'
-// (some servers and proxies quote the credentials they refuse), and the
-// query string out of the URLs they name. Credentials a transport sends
-// other than through an *http.Transport, with the request's context, are
-// not seen, nor the headers of a GetProxyConnectHeader function.
+// the credentials of that transport's ProxyConnectHeader, or of the
+// headers its GetProxyConnectHeader returns (which it sends a proxy in
+// the CONNECT of an https request, where no trace hears them) are cut
+// out of the text of send's errors and of the retry events' (some
+// servers and proxies quote the credentials they refuse), and the query
+// string out of the URLs they name. Credentials a transport sends other
+// than through an *http.Transport, with the request's context, are not
+// seen; nor are the headers of a GetProxyConnectHeader that returns
+// other credentials each time it is called (see [Credentials]).
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		sent := newCredentials(e.transport)
@@ -311,8 +317,19 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 // user info of its URL, and the user info of the proxy the endpoint's
 // *http.Transport (behind a resilience.Transport too) sends it through:
 // the password, plain and as the basic auth made of it, and the user
-// name (see [credentials.userinfo]).
-// Answer cuts them out of the request's error.
+// name (see [credentials.userinfo]), and for an https request through
+// such a proxy the credentials of the headers the transport's
+// GetProxyConnectHeader returns for it. Answer cuts them out of the
+// request's error.
+//
+// The transport calls GetProxyConnectHeader as it opens a tunnel, with
+// what it returns going to the proxy alone; Credentials calls it too, as
+// the transport would (with the request's context, the proxy's URL and
+// the target's host and port), once for each attempt of a request, so
+// that the function is called whether or not the attempt opens a
+// tunnel. It must be safe for concurrent use, as the transport's calls
+// require too; a function that returns other credentials each time
+// (fresh ones per tunnel) has those it gave the transport missed.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
 		c.note(req)
@@ -338,8 +355,9 @@ type credentials struct {
 // in the CONNECT that opens the tunnel of an https request, which no
 // ClientTrace hears (it is not the request's), and a proxy may quote them
 // as it refuses the tunnel: the transport's error is then the reason of
-// the proxy's status. (A GetProxyConnectHeader function's headers are
-// not seen.)
+// the proxy's status. (The headers of a GetProxyConnectHeader function,
+// which the transport sends instead, are noted for each request: see
+// note.)
 func newCredentials(t *http.Transport) *credentials {
 	c := &credentials{transport: t}
 	if t != nil && t.Proxy != nil {
@@ -351,16 +369,26 @@ func newCredentials(t *http.Transport) *credentials {
 }
 
 func (c *credentials) note(req *http.Request) {
+	// What the transport sends the proxy, after every middleware: a proxy
+	// may quote it as it refuses it. The user's functions are called
+	// without holding c.mu.
+	var proxy *url.URL
+	var connect http.Header
+	if t := c.transport; t != nil && t.Proxy != nil {
+		if u, err := t.Proxy(req); err == nil && u != nil {
+			proxy = u
+			connect = proxyConnectHeader(t, req, u)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, values := range req.Header {
 		c.header(name, values)
 	}
-	if t := c.transport; t != nil && t.Proxy != nil {
-		// The transport sends the proxy its user info as basic auth,
-		// after every middleware: a proxy may quote it as it refuses it.
-		if u, err := t.Proxy(req); err == nil && u != nil {
-			c.userinfo(u.User)
+	if proxy != nil {
+		c.userinfo(proxy.User) // sent as basic auth
+		for name, values := range connect {
+			c.header(name, values)
 		}
 	}
 	if u := req.URL; u != nil {
@@ -384,6 +412,43 @@ func (c *credentials) note(req *http.Request) {
 			}
 		}
 	}
+}
+
+// proxyConnectHeader returns the headers t's GetProxyConnectHeader (when
+// set) gives for the CONNECT that opens a tunnel through proxy to the
+// target of req, called as the transport calls it: only for an https
+// request through a proxy that is not SOCKS, with the proxy's URL and
+// the target's host (in ASCII) and port. It returns nil otherwise, and
+// when the function fails (the transport fails the request then).
+func proxyConnectHeader(t *http.Transport, req *http.Request, proxy *url.URL) http.Header {
+	if t.GetProxyConnectHeader == nil || req.URL == nil || req.URL.Scheme != "https" ||
+		proxy.Scheme == "socks5" || proxy.Scheme == "socks5h" {
+		return nil
+	}
+	host := req.URL.Hostname()
+	if !isASCII(host) { // as the transport writes the target
+		if a, err := idna.Lookup.ToASCII(host); err == nil {
+			host = a
+		}
+	}
+	port := req.URL.Port()
+	if port == "" {
+		port = "443"
+	}
+	h, err := t.GetProxyConnectHeader(req.Context(), proxy, net.JoinHostPort(host, port))
+	if err != nil {
+		return nil
+	}
+	return h
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // wroteHeader is the httptrace hook of a request's header fields as

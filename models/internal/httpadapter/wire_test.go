@@ -181,8 +181,9 @@ func TestAnswer_KeepsTheCallersClientTraces(t *testing.T) {
 
 // TestAnswer_RedactsWhatTheProxyIsSent: the CONNECT that opens the
 // tunnel of an https request through a proxy carries the headers of the
-// *http.Transport's ProxyConnectHeader, and the user info of the proxy's
-// URL as basic auth, where no ClientTrace of the request hears them; a
+// *http.Transport's ProxyConnectHeader (or those its GetProxyConnectHeader
+// returns), and the user info of the proxy's URL as basic auth, where no
+// ClientTrace of the request hears them; a
 // proxy that refuses the tunnel with a reason quoting them (the
 // transport's error is that reason) has their credentials cut out all
 // the same, behind a resilience.Transport too, and the rest of its
@@ -193,11 +194,15 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 		name    string
 		user    *url.Userinfo
 		connect http.Header
+		get     bool // connect is what GetProxyConnectHeader returns
 		want    string
 	}{
-		{"ProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}},
+		{"ProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}}, false,
 			"tunnel refused to Bearer [redacted] with key [redacted]"},
-		{"user info", url.UserPassword("me", password), nil, "tunnel refused to Basic [redacted] with key "},
+		{"GetProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}}, true,
+			"tunnel refused to Bearer [redacted] with key [redacted]"},
+		{"user info", url.UserPassword("me", password), nil, false, "tunnel refused to Basic [redacted] with key "},
+		{"user name", url.User(token), nil, false, "tunnel refused to Basic [redacted] with key "},
 	} {
 		for _, wrapped := range []bool{false, true} {
 			t.Run(fmt.Sprint(c.name, "/wrapped=", wrapped), func(t *testing.T) {
@@ -206,7 +211,20 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 				proxy.User = c.user
 				tr := client.Transport.(*http.Transport).Clone()
 				tr.Proxy = http.ProxyURL(proxy)
-				tr.ProxyConnectHeader = c.connect
+				// Each call of GetProxyConnectHeader, the transport's and
+				// any other, is asked for the same proxy and target.
+				var mu sync.Mutex
+				asked := map[string]bool{}
+				if c.get {
+					tr.GetProxyConnectHeader = func(_ context.Context, proxyURL *url.URL, target string) (http.Header, error) {
+						mu.Lock()
+						asked[proxyURL.String()+" "+target] = true
+						mu.Unlock()
+						return c.connect.Clone(), nil
+					}
+				} else {
+					tr.ProxyConnectHeader = c.connect
+				}
 				t.Cleanup(tr.CloseIdleConnections)
 				var rt http.RoundTripper = tr
 				if wrapped {
@@ -218,6 +236,11 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 				err := echoAnswer(httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: rt}}), srv.URL+"/v1")(context.Background())
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("error %v; want the proxy's reason with the credentials it was sent cut out", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if want := proxy.String() + " " + strings.TrimPrefix(srv.URL, "https://"); c.get && (len(asked) != 1 || !asked[want]) {
+					t.Errorf("GetProxyConnectHeader was asked for %v; want %q alone", asked, want)
 				}
 			})
 		}

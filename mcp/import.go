@@ -1465,6 +1465,7 @@ func keepDelete(req *http.Request, via []*http.Request) error {
 // says why): once Close was called in the teardown's error, otherwise (a
 // restart, which goes on without it) in the log, as msg.
 func (im *Imported) sessionNotEnded(msg string, err error) {
+	err = im.redact(err) // the transport's error, which may quote what it sent a proxy
 	if im.closing.Err() == nil && im.givenUp.Err() == nil {
 		im.opts.Logger.Warn(msg, "server", im.what(), "err", err)
 		return

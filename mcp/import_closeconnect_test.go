@@ -54,6 +54,23 @@ func newSessionServer(t *testing.T, silent string, del http.HandlerFunc) (*sessi
 	return ss, srv.URL
 }
 
+// importAndClose imports the server at url (ss's, with user info or a
+// query maybe), closes the import, checks that the DELETE of its session
+// was sent by then, and returns Close's error.
+func (ss *sessionServer) importAndClose(t *testing.T, url string) error {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = im.Close(context.Background())
+	if !ss.wasDeleted("s1") {
+		t.Fatal("Close returned before the session's DELETE was sent")
+	}
+	return err
+}
+
 func (ss *sessionServer) wasDeleted(session string) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -202,15 +219,7 @@ func TestImport_CloseReportsTheStatusOfTheDelete(t *testing.T) {
 		t.Run(http.StatusText(c.status), func(t *testing.T) {
 			ss, base := newSessionServer(t, "", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(c.status) })
 			url := strings.Replace(base, "://", "://me:"+password+"@", 1) + "/mcp?token=" + token + "&v=1&" + token
-			rt := actorstest.NewRuntime(t, nil)
-			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = im.Close(context.Background())
-			if !ss.wasDeleted("s1") {
-				t.Fatal("Close returned before the session's DELETE was sent")
-			}
+			err := ss.importAndClose(t, url)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("Close: %v; want no error", err)

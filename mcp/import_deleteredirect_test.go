@@ -34,15 +34,7 @@ func TestImport_CloseReportsARedirectedDelete(t *testing.T) {
 			ss, url := newSessionServer(t, "", func(w http.ResponseWriter, r *http.Request) {
 				http.Redirect(w, r, elsewhere.URL+"/mcp", status)
 			})
-			rt := actorstest.NewRuntime(t, nil)
-			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = im.Close(context.Background())
-			if !ss.wasDeleted("s1") {
-				t.Fatal("Close returned before the session's DELETE was sent")
-			}
+			err := ss.importAndClose(t, url)
 			want := fmt.Sprintf("the server did not end the session: it answered the DELETE with HTTP %d %s", status, http.StatusText(status))
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Close: %v; want it to say %q", err, want)

@@ -100,20 +100,13 @@ func TestImport_ErrorOfACallShowsNoCredentials(t *testing.T) {
 			_ = conn.Close() // no answer: the client's POST fails
 		}, "token=xxxxx"},
 		{"quoted", func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
-			msg, _ := json.Marshal(fmt.Sprintf("refused %s with token %s from %s", r.Header.Get("Authorization"), r.URL.Query().Get("token"), urlPassword))
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, msg)
+			writeRPCError(w, id, fmt.Sprintf("refused %s with token %s from %s", r.Header.Get("Authorization"), r.URL.Query().Get("token"), urlPassword))
 		}, "refused Bearer xxxxx with token xxxxx from xxxxx"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, body []byte) {
-				var req struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				_ = json.Unmarshal(body, &req)
-				if req.Method == "tools/call" {
-					c.call(w, r, req.ID)
+				if id, method := rpcOf(body); method == "tools/call" {
+					c.call(w, r, id)
 					return
 				}
 				writeBound(w, body)
@@ -214,18 +207,11 @@ func TestImport_URLsUserNameIsNotShown(t *testing.T) {
 
 			srv := postServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
 				func(w http.ResponseWriter, r *http.Request, body []byte) {
-					var req struct {
-						ID     json.RawMessage `json:"id"`
-						Method string          `json:"method"`
-					}
-					_ = json.Unmarshal(body, &req)
-					switch req.Method {
+					switch id, method := rpcOf(body); method {
 					case "initialize":
 						w.Header().Set("Mcp-Session-Id", "s1")
 					case "tools/call":
-						msg, _ := json.Marshal("refused " + r.Header.Get("Authorization"))
-						w.Header().Set("Content-Type", "application/json")
-						_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, req.ID, msg)
+						writeRPCError(w, id, "refused "+r.Header.Get("Authorization"))
 						return
 					}
 					writeBound(w, body)
@@ -249,4 +235,22 @@ func TestImport_URLsUserNameIsNotShown(t *testing.T) {
 			check("Close's error", err.Error())
 		})
 	}
+}
+
+// rpcOf returns the id and method of the JSON-RPC request body.
+func rpcOf(body []byte) (id json.RawMessage, method string) {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.Unmarshal(body, &req)
+	return req.ID, req.Method
+}
+
+// writeRPCError answers the JSON-RPC request id with an error saying
+// message.
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, message string) {
+	msg, _ := json.Marshal(message)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, msg)
 }

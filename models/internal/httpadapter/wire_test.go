@@ -47,11 +47,18 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 // client of it; the test's cleanup ends both and checks that nothing of
 // them is left running.
 func refusingServer(t *testing.T, h2 bool, quote func(*http.Request) string) (*httptest.Server, *http.Client) {
-	before := goleak.IgnoreCurrent()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return tlsServer(t, h2, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, quote(r))
-	}))
+	})
+}
+
+// tlsServer starts a TLS server (HTTP/2 when h2) of handler, and returns
+// it with a client of it; the test's cleanup ends both and checks that
+// nothing of them is left running.
+func tlsServer(t *testing.T, h2 bool, handler http.HandlerFunc) (*httptest.Server, *http.Client) {
+	before := goleak.IgnoreCurrent()
+	srv := httptest.NewUnstartedServer(handler)
 	srv.EnableHTTP2 = h2
 	srv.StartTLS()
 	client := srv.Client()
@@ -289,9 +296,8 @@ func TestAnswer_RedactsATokenAsTheURLsUserName(t *testing.T) {
 	} {
 		for _, inConfig := range []bool{false, true} {
 			t.Run(fmt.Sprint(c.name, "/in config=", inConfig), func(t *testing.T) {
-				before := goleak.IgnoreCurrent()
 				var hangUp atomic.Bool
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				srv, client := tlsServer(t, false, func(w http.ResponseWriter, r *http.Request) {
 					if hangUp.Load() {
 						conn, _, err := http.NewResponseController(w).Hijack()
 						if err == nil {
@@ -301,20 +307,14 @@ func TestAnswer_RedactsATokenAsTheURLsUserName(t *testing.T) {
 					}
 					w.WriteHeader(http.StatusUnauthorized)
 					_, _ = fmt.Fprintf(w, "refused %s", r.Header.Get("Authorization"))
-				}))
-				client := srv.Client()
-				defer func() {
-					client.CloseIdleConnections()
-					srv.Close()
-					leakcheck.VerifyNone(t, before)
-				}()
+				})
 				base := strings.Replace(srv.URL, "://", "://"+c.user+"@", 1) + "/v1"
 				cfg := httpadapter.Config{HTTPClient: client}
 				if inConfig {
 					cfg.BaseURL = base
 				}
 				e := httpadapter.Open(cfg)
-				host := strings.TrimPrefix(srv.URL, "http://")
+				host := strings.TrimPrefix(srv.URL, "https://")
 				basic := base64.StdEncoding.EncodeToString([]byte(c.user))
 				if !strings.Contains(c.user, ":") {
 					basic = base64.StdEncoding.EncodeToString([]byte(c.user + ":"))

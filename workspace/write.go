@@ -415,12 +415,17 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	return nil
 }
 
-// hiddenWrite keeps a write of target (relative to the root, cleaned)
-// that is a path hidden from commands ([Options.HidePaths]: one of
-// them, beneath one, or a match of a pattern) apart from the sandboxed
-// commands: it is refused (ReasonHiddenInUse) while a run_command call
-// is under way, or the processes of a command stopped may still run
-// (reapLater), and holds the next ones off until end is called. A
+// hiddenWrite keeps a write (or undo's removal) of target (relative to
+// the root, cleaned) that is a path hidden from commands
+// ([Options.HidePaths]: one of them, beneath one, or a match of a
+// pattern) apart from the sandboxed commands: it is refused
+// (ReasonHiddenInUse) while a run_command call is under way, or the
+// processes of a command stopped may still run (reapLater), and holds
+// the next ones off until end is called. With commands held off, a
+// link on the way to target is looked for again (linkToHidden): one a
+// command made since the name was checked is refused, and none can be
+// made until end, so that the root, which follows links, takes the
+// write nowhere else where openat2 is not available. A
 // write while a command runs would show the path to it: the rename that
 // puts the new file in place takes the cover its sandbox mounted on the
 // old one with it (the kernel detaches a mount whose mount point is
@@ -439,9 +444,10 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 // name commands see. The new file the write renames over it is the
 // tools' own, and the old one is gone, not moved: when the path held
 // the very file the sandboxes expect there as the write began, end
-// makes them expect the new one (see hiddenIDs), so that the next
-// command runs, with it hidden. A path that held another file already
-// (replaced from outside the tools) is still refused.
+// makes them expect the new one (see hiddenIDs), or nothing there once
+// undo removed it, so that the next command runs, with it hidden. A
+// path that held another file already (replaced from outside the
+// tools) is still refused.
 func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
 		return nil, nil
@@ -456,6 +462,13 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 			"and writing a path hidden from commands now would show it to that command; nothing was written: "+
 			"write it once the command has ended")
 	}
+	// No command runs until end: a link a command made on the way since
+	// the name was checked is seen now, and none is made afterwards
+	// (the root follows links, where openat2 is not available).
+	if rf := w.linkToHidden(target); rf != nil {
+		w.hideMu.Unlock()
+		return nil, rf
+	}
 	ids := w.hiddenIDsLocked()
 	i := slices.IndexFunc(ids, func(h sandbox.HiddenPath) bool {
 		return (h.Dev != 0 || h.Ino != 0) && h.Path == filepath.Join(w.dir, target)
@@ -469,7 +482,12 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	return func() {
 		defer w.hideMu.Unlock()
 		after, err := w.entryBeneath(target)
-		if err != nil || after == (entryID{ids[i].Dev, ids[i].Ino}) {
+		if errors.Is(err, fs.ErrNotExist) {
+			after = entryID{} // removed (undo's removal): nothing is expected there
+		} else if err != nil {
+			return
+		}
+		if after == (entryID{ids[i].Dev, ids[i].Ino}) {
 			return
 		}
 		ids = slices.Clone(ids)

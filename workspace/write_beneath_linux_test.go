@@ -121,3 +121,56 @@ func assertNoFiles(t *testing.T, dir, what string) {
 		return err
 	}))
 }
+
+// Where openat2 is not available (a kernel before 5.6, a seccomp
+// filter refusing it), a write of a path to hide goes through the root,
+// which follows links within the workspace: a command that swapped a
+// directory on the way for a link to a directory it sees, after the
+// name was checked and before the write held commands off, gets the
+// write (and undo's restore and removal) refused all the same, and
+// nothing lands, or is removed, where the link leads.
+func TestHiddenWrite_ParentSwappedAfterTheCheckWithoutOpenat2(t *testing.T) {
+	fx, in := hidingFixture(t, "cfg/.env")
+	fx.ws.sys.openat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS }
+	t.Cleanup(func() { fx.ws.sys.openat2 = nil })
+	for _, how := range []string{"write_file", "undo's restore", "undo's removal"} {
+		mustDo(t, os.Mkdir(in("pub"), 0o755))
+		mustDo(t, os.Mkdir(in("cfg"), 0o755))
+		mustDo(t, os.WriteFile(in("pub/.env"), []byte("seen\n"), 0o644))
+		fx.ws.hookAfterCheck = func() {
+			mustDo(t, os.RemoveAll(in("cfg")))
+			mustDo(t, os.Symlink("pub", in("cfg")))
+		}
+		var why string
+		switch how {
+		case "write_file":
+			res, err := fx.ws.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: "SECRET\n"})
+			mustDo(t, err)
+			if res.Success || res.Reason != ReasonLinkToHidden {
+				t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: %+v; want refused (%s)", how, res, ReasonLinkToHidden)
+			}
+			why = res.Error
+		default:
+			err := fx.ws.restore(&writeRecord{Path: "cfg/.env", Existed: how == "undo's restore", Perm: 0o600, Prev: []byte("SECRET\n")})
+			if err == nil {
+				t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: done; want refused", how)
+			} else {
+				why = err.Error()
+			}
+		}
+		fx.ws.hookAfterCheck = nil
+		if strings.Contains(why, fx.ws.dir) {
+			t.Errorf("%s: %q names a host path", how, why)
+		}
+		if got := readFile(t, in("pub/.env")); got != "seen\n" {
+			t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: pub/.env is %q, want it untouched", how, got)
+		}
+		ents, err := os.ReadDir(in("pub"))
+		mustDo(t, err)
+		if len(ents) != 1 {
+			t.Errorf("%s: pub holds %d entries, want only .env", how, len(ents))
+		}
+		mustDo(t, os.RemoveAll(in("pub")))
+		mustDo(t, os.Remove(in("cfg")))
+	}
+}

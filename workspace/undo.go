@@ -762,6 +762,17 @@ func (w *Workspace) restore(r *writeRecord) error {
 		w.hookAfterCheck()
 	}
 	if !r.Existed {
+		// Removed as a write replaces: a path hidden from commands is
+		// not removed while one runs (hiddenWrite), which would take
+		// the cover its sandbox put there with the file and let the
+		// command make one of its own there.
+		end, rf := w.hiddenWrite(name)
+		if rf != nil {
+			return undoRefused(w.explain(r.Path, rf), r.Path)
+		}
+		if end != nil {
+			defer end()
+		}
 		if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

@@ -528,7 +528,11 @@ func oldJournalEvent(data []byte) bool {
 	return e.UndoTo > e.UndoFrom
 }
 
-// append persists e as the session's next event (j.mu held).
+// append persists e as the session's next event (j.mu held). The
+// first event of a session whose key is longer than
+// durability.MaxNameLen is refused (keyFits): some stores would take
+// the key and others not, and the journal could move to none of those.
+// A journal held under such a key already (see load) grows there.
 func (j *Journal) append(ctx context.Context, session string, e journalEvent) error {
 	next, ok := j.next[session]
 	if !ok {
@@ -537,6 +541,11 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 			return err
 		}
 		next = n
+	}
+	if next == 0 {
+		if err := j.keyFits(session); err != nil {
+			return err
+		}
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -556,10 +565,25 @@ type indexedWrite struct {
 
 // load returns the session's writes not undone, in order, and the index
 // of its next event.
+//
+// A key longer than durability.MaxNameLen is read as any other: some
+// stores hold journals under such keys (boltstore takes them, and an
+// earlier version wrote them), and what they hold is undone as the rest.
+// A store that refuses the key is answered with keyFits' error, which
+// says the lengths; only a write that would make such a key is refused
+// up front (see append).
 func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
-	if err := j.keyFits(session); err != nil {
-		return nil, 0, err
+	writes, next, err := j.loadKey(ctx, session)
+	if errors.Is(err, durability.ErrInvalidName) {
+		if kerr := j.keyFits(session); kerr != nil {
+			return nil, 0, kerr
+		}
 	}
+	return writes, next, err
+}
+
+// loadKey is load, with no word on the key's length.
+func (j *Journal) loadKey(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
 	var writes []indexedWrite
 	var next uint64
 	key := j.key(session)

@@ -20,6 +20,24 @@ import (
 // to their target. A crash can leave one behind; nothing else uses it.
 const tempPrefix = ".polyweave-write-"
 
+// hiddenTempName is the name of the temporary file of a write of a path
+// hidden from commands ([Options.HidePaths]), in the target's directory
+// as any write's: a name of its own, one per directory, so that what a
+// crash (or a removal that failed) leaves there, the content of a
+// hidden path, is seen by no one. Every sandbox hides that name in the
+// directory of each path to hide in the workspace, and of each match of
+// a pattern (beneath a hidden directory, it is hidden with the rest);
+// read_file and write_file refuse it as a component of a path
+// (ReasonReserved), and listings leave it out; the next write of a
+// hidden path in that directory removes it before it writes its own,
+// and opening the workspace removes those left in those directories.
+// Writes of hidden paths are one at a time (hiddenWrite), so the one
+// there as such a write begins is left over. A symbolic link a command
+// made to it is followed by read_file as a link to the hidden path
+// itself would be: the file tools read hidden paths, and the file holds
+// what write_file or undo was writing there.
+const hiddenTempName = tempPrefix + "~hidden.tmp"
+
 // WriteFile replaces (or creates) a file in the workspace atomically: the
 // content goes to a temporary file in the target's directory, which is
 // synced and renamed over the target, and the directory is synced. Missing
@@ -39,7 +57,9 @@ const tempPrefix = ".polyweave-write-"
 // though its directory is writable); their permission bits are kept.
 // A path hidden from commands is not written while a sandboxed command
 // runs, which would see it: the write is refused (ReasonHiddenInUse),
-// to be tried again once the command has ended.
+// to be tried again once the command has ended. Its temporary file has
+// a name of its own, hidden from commands too (see hiddenTempName),
+// which write_file and read_file refuse (ReasonReserved).
 //
 // A refused or failed write is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -374,12 +394,14 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 // it into place, syncing the file and then the directory.
 // On Linux the directory is reached following no link (replaceBeneath).
 func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, content string) *refusal {
-	if end, rf := w.hiddenWrite(target); rf != nil {
+	end, rf := w.hiddenWrite(target)
+	if rf != nil {
 		return rf
 	} else if end != nil {
 		defer end()
 	}
-	if done, rf := w.replaceBeneath(target, perm, exists, content); done {
+	hidden := end != nil
+	if done, rf := w.replaceBeneath(target, perm, exists, content, hidden); done {
 		return rf
 	}
 	dir := filepath.Dir(target)
@@ -388,12 +410,20 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 			return classify(err)
 		}
 	}
-	tmp := filepath.Join(dir, tempPrefix+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+	tmp := filepath.Join(dir, tempName(hidden))
+	if hidden {
+		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classifyWrite(err, tmp, target)
+		}
+	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return classify(err)
 	}
 	err = writeSynced(f, content, perm, exists)
+	if err == nil && w.hookCrash != nil && w.hookCrash() {
+		return refuse(ReasonIO, "stopped before the rename, as by a crash (a test's)")
+	}
 	if err == nil && w.hookBeforeRename != nil {
 		err = w.hookBeforeRename()
 	}
@@ -413,6 +443,16 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		w.log.Warn("write_file: sync directory", "path", dir, "err", err)
 	}
 	return nil
+}
+
+// tempName is the name of the temporary file of a write, in its
+// target's directory: hiddenTempName for a path hidden from commands,
+// a random one starting with tempPrefix otherwise.
+func tempName(hidden bool) string {
+	if hidden {
+		return hiddenTempName
+	}
+	return tempPrefix + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
 }
 
 // hiddenWrite keeps a write (or undo's removal) of target (relative to
@@ -536,4 +576,57 @@ func classifyWrite(err error, tmp, target string) *refusal {
 		return classify(err)
 	}
 	return refuse(ReasonIO, strings.ReplaceAll(err.Error(), tmp, target))
+}
+
+// hiddenTemps returns what the sandboxes hide besides resolved (the
+// paths to hide as [sandbox.ResolveHide] found them): hiddenTempName in
+// the directory of each of them in the workspace, resolved as they are,
+// once what a crash left there is removed (removeLeftTemps).
+func (w *Workspace) hiddenTemps(resolved []sandbox.HiddenPath) ([]sandbox.HiddenPath, error) {
+	var paths []string
+	for _, h := range resolved {
+		if !strings.HasPrefix(h.Path, w.dir+string(filepath.Separator)) {
+			continue // around the workspace, or led out of it
+		}
+		if p := filepath.Join(filepath.Dir(h.Path), hiddenTempName); !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	for _, p := range paths {
+		w.removeLeftTemps(p)
+	}
+	temps, _, err := sandbox.ResolveHideNoting(paths, w.dir)
+	return temps, err
+}
+
+// removeLeftTemps removes the temporary files of writes of hidden paths
+// that p (absolute, in the workspace: a path or a pattern whose last
+// component is hiddenTempName) names, which a crash left: regular files
+// reached with no symbolic link on the way. A directory that cannot be
+// listed is passed over; the sandboxes hide what is left.
+func (w *Workspace) removeLeftTemps(p string) {
+	rel, err := filepath.Rel(w.dir, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return
+	}
+	names := []string{rel}
+	if strings.ContainsAny(rel, "*?[") {
+		names = w.globBeneath(strings.Split(rel, string(filepath.Separator)))
+	}
+	for _, name := range names {
+		if _, link := w.linkOnTheWay(name); link {
+			continue
+		}
+		if fi, err := w.root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := w.root.Remove(name); err != nil {
+			w.log.Warn("workspace: remove the temporary file a write of a hidden path left", "path", name, "err", err)
+		} else {
+			w.log.Info("workspace: removed the temporary file a write of a hidden path left (a crash, say)", "path", name)
+		}
+	}
 }

@@ -323,12 +323,15 @@ func (w *Workspace) globBeneath(parts []string) []string {
 
 // writeTarget decides which name a write replaces: name itself, or the
 // target of the symbolic link name. It returns the permission bits to give
-// the new file and whether it replaces an existing one.
+// the new file and whether it replaces an existing one. When paths are
+// hidden from commands, a link to a directory on the way is resolved too
+// (throughLinks): the write is judged, and recorded, by where it lands.
 func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, exists bool, rf *refusal) {
 	fi, err := w.root.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return name, 0o644, false, nil
+		target, rf = w.throughLinks(name)
+		return target, 0o644, false, rf
 	case err != nil:
 		return "", 0, false, classify(err)
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -340,7 +343,45 @@ func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, e
 	if rf := w.checkWritable(name); rf != nil {
 		return "", 0, false, rf
 	}
-	return name, fi.Mode().Perm(), true, nil
+	if target, rf = w.throughLinks(name); rf != nil {
+		return "", 0, false, rf
+	}
+	return target, fi.Mode().Perm(), true, nil
+}
+
+// throughLinks returns name (not itself a link) with a symbolic link on
+// the way to it resolved: its deepest directory that exists, opened
+// through the root, named as the kernel names it (realName). A write
+// through pub -> sec to pub/key.txt lands in sec/key.txt, which may be
+// a path hidden from commands: it is written as one (hiddenWrite), and
+// what it replaced is recorded as sec/key.txt's, which an undo puts
+// back there, not at pub/key.txt, which a command may have made a file
+// of its own since. Only when paths are hidden: elsewhere a link on the
+// way is followed and its name kept, as before.
+func (w *Workspace) throughLinks(name string) (string, *refusal) {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return name, nil
+	}
+	dir, rest := filepath.Dir(name), filepath.Base(name)
+	if _, ok := w.linkOnTheWay(dir); !ok || dir == "." {
+		return name, nil
+	}
+	for ; dir != "."; dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest) {
+		f, err := w.root.Open(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", w.classifyOpen(dir, err)
+		}
+		real, rf := w.realName(f, dir, true)
+		f.Close()
+		if rf != nil {
+			return "", rf.context("cannot resolve the link on the way")
+		}
+		return filepath.Join(real, rest), nil
+	}
+	return name, nil
 }
 
 // checkWritable refuses to replace the existing file name when the

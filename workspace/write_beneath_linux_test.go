@@ -174,3 +174,55 @@ func TestHiddenWrite_ParentSwappedAfterTheCheckWithoutOpenat2(t *testing.T) {
 		mustDo(t, os.Remove(in("cfg")))
 	}
 }
+
+// A write through a symbolic link to a directory on the way (pub ->
+// sec, a command's) lands where the link leads, and is judged by that
+// place: a path hidden from commands there (sec/key.txt) is written as
+// one, refused while a command runs (ReasonHiddenInUse), and what the
+// write replaced is recorded under that place, so that an undo puts
+// the hidden file's content back there, not at the name the link made
+// (a command may later make pub a directory of its own, where it would
+// see what is restored).
+func TestWriteFile_ThroughALinkedFolderIntoAHiddenPath(t *testing.T) {
+	fx, in := hidingFixture(t, "sec/key.txt")
+	mustDo(t, os.Mkdir(in("sec"), 0o755))
+	mustDo(t, os.WriteFile(in("sec/key.txt"), []byte("SECRET"), 0o600))
+	mustDo(t, os.Symlink("sec", in("pub")))
+	ctx := context.Background()
+
+	fx.ws.commandBegins() // as while a command runs
+	res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "pub/key.txt", Content: "known"})
+	fx.ws.commandEnds()
+	mustDo(t, err)
+	if res.Success || res.Reason != ReasonHiddenInUse {
+		t.Errorf("write_file pub/key.txt (pub -> sec, sec/key.txt hidden) while a command runs: %+v; want refused (%s)", res, ReasonHiddenInUse)
+	}
+	if got := readFile(t, in("sec/key.txt")); got != "SECRET" {
+		t.Fatalf("sec/key.txt after the refused write: %q", got)
+	}
+
+	var rec *writeRecord
+	res, err = fx.ws.writeFile(ctx, WriteFileInput{Path: "pub/key.txt", Content: "known"}, func(target string, perm fs.FileMode, exists bool) error {
+		rec = fx.ws.replaced(target, perm, exists)
+		return nil
+	})
+	mustDo(t, err)
+	if !res.Success || readFile(t, in("sec/key.txt")) != "known" {
+		t.Fatalf("write_file pub/key.txt with no command running: %+v", res)
+	}
+	// The command makes pub a directory of its own, with the content it
+	// knows was written, and the write is undone.
+	mustDo(t, os.Remove(in("pub")))
+	mustDo(t, os.Mkdir(in("pub"), 0o755))
+	mustDo(t, os.WriteFile(in("pub/key.txt"), []byte("known"), 0o644))
+	if rec.Path != "sec/key.txt" {
+		t.Errorf("the write of pub/key.txt through pub -> sec is recorded as %q, want sec/key.txt", rec.Path)
+	}
+	_ = fx.ws.restore(rec)
+	if got := readFile(t, in("pub/key.txt")); strings.Contains(got, "SECRET") {
+		t.Errorf("undo put the hidden file's content at pub/key.txt, which commands see")
+	}
+	if got := readFile(t, in("sec/key.txt")); got != "SECRET" {
+		t.Errorf("sec/key.txt after the undo: %q, want what the write replaced", got)
+	}
+}

@@ -654,7 +654,10 @@ type Restored struct {
 // session not undone yet. Before changing anything it checks that each
 // file still holds what the session wrote (content hash): if one was
 // changed since by something else, it restores nothing and returns an
-// error wrapping [ErrChangedSince] naming the file. A write that had
+// error wrapping [ErrChangedSince] naming the file; nor does it while a
+// command runs when a file to restore is a path hidden from commands
+// (see [Options.HidePaths]; the call is refused as write_file's is,
+// ReasonHiddenInUse). A write that had
 // created a file is undone by removing it (directories it created stay).
 // The undone writes are recorded as such, so an undo is not repeated
 // after a restart; an undo interrupted by a crash can be run again.
@@ -712,6 +715,14 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 			state[r.Path] = cur
 		default:
 			return nil, fmt.Errorf("%w: %s (written by call %s)", ErrChangedSince, r.Path, r.CallID)
+		}
+	}
+	// A path hidden from commands is not restored while one runs
+	// (hiddenWrite): the undo is refused before it restores anything,
+	// rather than midway.
+	for _, r := range apply {
+		if rf := j.ws.hiddenInUse(r.Path); rf != nil {
+			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(rf, r.Path))
 		}
 	}
 	var restored []Restored

@@ -539,9 +539,7 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	w.hideMu.Lock()
 	if w.commands > 0 {
 		w.hideMu.Unlock()
-		return nil, refuse(ReasonHiddenInUse, "a command is running (or one stopped is still being torn down), "+
-			"and writing a path hidden from commands now would show it to that command; nothing was written: "+
-			"write it once the command has ended")
+		return nil, refuse(ReasonHiddenInUse, hiddenInUseDetail)
 	}
 	// No command runs until end: a link a command made on the way since
 	// the name was checked is seen now, and none is made afterwards
@@ -575,6 +573,32 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 		ids[i].Dev, ids[i].Ino = after.dev, after.ino
 		w.hiddenIDs = ids
 	}, nil
+}
+
+// hiddenInUseDetail says why a write of a path hidden from commands is
+// refused while one runs.
+const hiddenInUseDetail = "a command is running (or one stopped is still being torn down), " +
+	"and writing a path hidden from commands now would show it to that command; nothing was written: " +
+	"write it once the command has ended"
+
+// hiddenInUse refuses (ReasonHiddenInUse), as hiddenWrite would now,
+// a write of target that is a path hidden from commands while one
+// runs: for an undo to refuse before it restores anything. A command
+// may start after it said nil; hiddenWrite then refuses the write
+// itself.
+func (w *Workspace) hiddenInUse(target string) *refusal {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return nil
+	}
+	if hidden, _ := w.hiddenName(target); !hidden {
+		return nil
+	}
+	w.hideMu.Lock()
+	defer w.hideMu.Unlock()
+	if w.commands > 0 {
+		return refuse(ReasonHiddenInUse, hiddenInUseDetail)
+	}
+	return nil
 }
 
 // hiddenIDsLocked is what the sandboxes take the paths to hide to be

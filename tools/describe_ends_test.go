@@ -10,6 +10,7 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -88,5 +89,47 @@ func TestTool_EachDescribeOfABusyStreamGetsItsEnd(t *testing.T) {
 				t.Fatalf("a DESCRIBE on the stream with no call running answered with %q, want DESCRIPTION and END", lines(got))
 			}
 		})
+	}
+}
+
+// TestTool_DescribesOfABusyStreamThroughAResume: two DESCRIBEs of no id
+// on the stream of a running call, then a frame of no id there that
+// fails the tool actor, resumed by its supervisor: the runtime answers
+// the stream, its calls and the DESCRIBEs (frames of no id, one call to
+// it) with one ERROR and END of no id, and stops the call's work. The
+// tool's held ENDs, which it emits once the call has its answer, are
+// dropped with the rest of what it emits on the stream the runtime
+// answered: no END comes after the runtime's.
+func TestTool_DescribesOfABusyStreamThroughAResume(t *testing.T) {
+	started, stopped := make(chan struct{}), make(chan struct{})
+	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		close(started)
+		<-ctx.Done()
+		close(stopped)
+		return nil, ctx.Err()
+	}})
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
+		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
+	spec := slow.Spec()
+	spec.New = func() actors.Logic { return failsOnBoom{slow.Logic()} }
+	conn := start(t, rt, spec)
+	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
+	<-started
+	send(t, conn, messages.Describe("s"), messages.Describe("s"), messages.Meta("s", "boom", nil))
+	probe := messages.Describe("p") // its answer comes after what the Resume emitted
+	probe.ToolCallId = "d2"
+	send(t, conn, probe)
+	if _, err := conn.RecvStream(testCtx(t), "p"); err != nil {
+		t.Fatal(err)
+	}
+	<-stopped
+	got := closeFor(t, conn, "s")
+	want := []string{"DESCRIPTION", "DESCRIPTION", "ERROR", "END"}
+	ok := len(got) == len(want)
+	for i := 0; ok && i < len(got); i++ {
+		ok = got[i].GetType().String() == want[i] && (i < 2 || got[i].GetToolCallId() == "")
+	}
+	if !ok {
+		t.Errorf("stream s got %q, want the two DESCRIPTIONs and the Resume's ERROR and END of no id alone", lines(got))
 	}
 }

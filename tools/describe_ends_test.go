@@ -10,7 +10,6 @@ import (
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -101,20 +100,7 @@ func TestTool_EachDescribeOfABusyStreamGetsItsEnd(t *testing.T) {
 // dropped with the rest of what it emits on the stream the runtime
 // answered: no END comes after the runtime's.
 func TestTool_DescribesOfABusyStreamThroughAResume(t *testing.T) {
-	started, stopped := make(chan struct{}), make(chan struct{})
-	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
-		close(started)
-		<-ctx.Done()
-		close(stopped)
-		return nil, ctx.Err()
-	}})
-	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
-		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
-	spec := slow.Spec()
-	spec.New = func() actors.Logic { return failsOnBoom{slow.Logic()} }
-	conn := start(t, rt, spec)
-	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
-	<-started
+	conn, stopped := startResumedCall(t)
 	send(t, conn, messages.Describe("s"), messages.Describe("s"), messages.Meta("s", "boom", nil))
 	probe := messages.Describe("p") // its answer comes after what the Resume emitted
 	probe.ToolCallId = "d2"

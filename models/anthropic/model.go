@@ -220,11 +220,16 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 }
 
 // APIError is an error the API answered with: an HTTP error status, or
-// an error event in the stream (Status 200 then). It unwraps to the SDK's
-// *anthropic.Error. The text of an HTTP error status also names the
-// request (method and URL, without user info or query), and quotes the
-// start of the body when it is not the API's error (a proxy's page); of
-// a long Type or Message, it keeps the start.
+// an error event in the stream (Status 200 then). It keeps what a caller
+// needs of the SDK's *anthropic.Error and does not unwrap to it: that
+// error's text names the request's URL with its user info and quotes the
+// whole body, and it holds the request, API key included. The text of
+// an HTTP error status also names the request (method and URL, without
+// user info or query), and quotes the start of the body when it is not
+// the API's error (a proxy's page); of a long Type or Message, it keeps
+// the start. Message is as the server wrote it: the error the adapter
+// answers with, which wraps the APIError, has the request's credentials
+// cut out of its text, but not of the APIError's fields.
 type APIError struct {
 	Status int
 	// Type is the error's type ("overloaded_error", "rate_limit_error",
@@ -232,8 +237,10 @@ type APIError struct {
 	// are empty for a body that is not the API's error.
 	Type    string
 	Message string
-	text    string // of an HTTP error status
-	err     error
+	// RequestID is the request-id the server answered with, if any: the
+	// request's name when asking the provider about it.
+	RequestID string
+	text      string // of an HTTP error status
 }
 
 func (e *APIError) Error() string {
@@ -243,16 +250,14 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("error event in the stream: %s: %s", httpadapter.Message(e.Type), httpadapter.Message(e.Message))
 }
 
-func (e *APIError) Unwrap() error { return e.err }
-
 // describe turns the SDK's API error, whose text is the request's URL
 // (with any user info) and the whole raw body, into an *APIError saying
-// what the server said, marked models.Permanent when its status says
+// what the server said, which does not wrap it, marked models.Permanent when its status says
 // another attempt would fail too.
 func describe(err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		e := &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+		e := &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, RequestID: apiErr.RequestID}
 		switch {
 		case e.Status != http.StatusOK:
 			message := e.Message

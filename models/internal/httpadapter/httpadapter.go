@@ -785,8 +785,10 @@ func answerWith(body func(*models.Request) ([]byte, error), send func(ctx contex
 		if err != nil {
 			return nil, models.Permanent(err)
 		}
+		// The failed attempt's error may quote what it sent: cut out
+		// before the observer, and the transport's OnEvent, see it.
+		ctx = resilience.WithRedaction(ctx, redact)
 		ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
-			ev.Error = redact(ev.Error)    // the failed attempt's error may quote what it sent
 			payload, _ := json.Marshal(ev) // plain fields always encode
 			emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
 		})

@@ -55,7 +55,10 @@ type ImportOptions struct {
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
 	// when set, is sent as Authorization: Bearer on every request to the
-	// URL's scheme, host and port (not where a server redirects). Errors
+	// URL's scheme, host and port (not where a server redirects). A
+	// redirect is followed only when it keeps the method (307 and 308): a
+	// POST redirected with 301, 302 or 303 fails, and so does a DELETE
+	// redirected at all (see Close). Errors
 	// and log lines name the server by its URL with its user info (the
 	// user name may be a token too: https://TOKEN@host/) and the values
 	// of its query (where a server may take a token) cut out, its host
@@ -1234,7 +1237,7 @@ func (im *Imported) connect(job context.Context) connected {
 			rt = bearer{token: im.opts.BearerToken, to: im.endpoint, next: im.http}
 		}
 		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
-		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: keepDelete}}
+		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: checkRedirect}}
 	}
 	changes := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
@@ -1405,7 +1408,7 @@ const sessionEndTimeout = 2 * time.Second
 // session management), and 404 Not Found, with which it answers for a
 // session it no longer knows, one it ended already. A redirect did not
 // end the session either, and is reported: it is not followed
-// (keepDelete).
+// (checkRedirect).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1444,18 +1447,31 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, err
 }
 
-// keepDelete is the CheckRedirect of an import's HTTP client: the
+// checkRedirect is the CheckRedirect of an import's HTTP client. The
 // redirect of a DELETE, which ends a session, is not followed (the
-// client returns the redirect, which sessionEnd reports). http.Client
+// client returns the redirect, which sessionEnd reports): http.Client
 // would follow 301, 302 and 303 with a GET, whose answer says nothing of
 // the session, and 307 and 308 with a DELETE elsewhere than where the
-// session was opened. Other requests are redirected as http.Client's
-// default policy does.
-func keepDelete(req *http.Request, via []*http.Request) error {
-	if via[0].Method == http.MethodDelete {
+// session was opened. Nor is a redirect that would change the method of
+// another request: http.Client sends a POST redirected with 301, 302 or
+// 303 on as a GET without its body, which would lose the JSON-RPC
+// message it carries and read whatever answers the GET as the answer to
+// it; the request fails, saying so. 307 and 308 keep the method and the
+// body, and are followed as http.Client's default policy does (the
+// bearer token does not follow them to another origin: see bearer).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case first.Method == http.MethodDelete:
 		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
+	case req.Method != first.Method:
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return fmt.Errorf("the server redirected the %s with HTTP %d %s, which would send it on as a %s: not followed",
+			first.Method, status, http.StatusText(status), req.Method)
+	case len(via) >= 10:
 		return errors.New("stopped after 10 redirects") // http.Client's default
 	}
 	return nil

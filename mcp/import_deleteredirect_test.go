@@ -81,3 +81,48 @@ func TestImport_BearerTokenStaysWithTheServer(t *testing.T) {
 		}
 	}
 }
+
+// TestImport_RedirectedPostKeepsItsMethod: a POST (a JSON-RPC message of
+// streamable HTTP) that a server redirects with 301, 302 or 303, which
+// http.Client would send on as a GET without its body, is not followed:
+// the place the redirect points to gets nothing, and Import's error says
+// the server redirected the POST, with the status. A 307 or 308 keeps the
+// method and body, and is followed.
+func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var mu sync.Mutex
+			var reached []string
+			elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				reached = append(reached, r.Method)
+				mu.Unlock()
+				w.WriteHeader(http.StatusNotFound)
+			}))
+			t.Cleanup(elsewhere.Close)
+			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+				http.Redirect(w, r, elsewhere.URL+"/mcp", status)
+			})
+			rt := actorstest.NewRuntime(t, nil)
+			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1})
+			if im != nil || err == nil {
+				t.Fatalf("Import: %v, %v; want an error", im, err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
+				if len(reached) == 0 || reached[0] != http.MethodPost {
+					t.Errorf("the place the redirect points to got %v; want the POST", reached)
+				}
+				return
+			}
+			if len(reached) != 0 {
+				t.Errorf("the redirect was followed: the place it points to got %v", reached)
+			}
+			want := fmt.Sprintf("the server redirected the POST with HTTP %d %s", status, http.StatusText(status))
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Import: %v; want it to say %q", err, want)
+			}
+		})
+	}
+}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -1512,7 +1513,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port
-// (the scheme's default when none is written).
+// (the scheme's default when none is written). Hosts are compared as the
+// transport reaches them: in any case, with or without the trailing dot
+// of a fully qualified name, and an international name in its ASCII
+// form (as the transport dials it, and asks its certificate for).
 func sameOrigin(a, b *url.URL) bool {
 	port := func(u *url.URL) string {
 		if p := u.Port(); p != "" {
@@ -1526,5 +1530,12 @@ func sameOrigin(a, b *url.URL) bool {
 		}
 		return ""
 	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+	host := func(u *url.URL) string {
+		h := strings.TrimSuffix(u.Hostname(), ".")
+		if ascii, err := idna.Lookup.ToASCII(h); err == nil {
+			h = ascii
+		}
+		return strings.ToLower(h)
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && host(a) == host(b) && port(a) == port(b)
 }

@@ -473,8 +473,8 @@ const minCredential = 8
 // urlScrubber returns the replacer that cuts the credentials of u, and
 // token, out of an error's text: u's query string, as http.Client's
 // errors quote the URL (the password already cut out), and u's user
-// info (as written, as http.Client writes it, its password cut out, and
-// as url.URL.Redacted does), then the user name (which may be a token:
+// info past the URL's "//" (as written, as http.Client writes it, its
+// password cut out, and as url.URL.Redacted does), then the user name (which may be a token:
 // https://TOKEN@host/), the password and the basic auth the HTTP client
 // makes of them, each value of the query (as written, and unescaped) and
 // token on their own, where the server quoted them, and the user info
@@ -488,10 +488,12 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
 	}
 	if u.User != nil {
-		shown := redactUser(u.User).String() + "@"
-		pairs = append(pairs, u.User.String()+"@", shown)
+		// After the "//" of the URL: a short user name ("me") ends words
+		// too ("home@host").
+		shown := "//" + redactUser(u.User).String() + "@"
+		pairs = append(pairs, "//"+u.User.String()+"@", shown)
 		if _, ok := u.User.Password(); ok {
-			name := url.User(u.User.Username()).String()
+			name := "//" + url.User(u.User.Username()).String()
 			pairs = append(pairs, name+":***@", shown, name+":xxxxx@", shown)
 		}
 	}

@@ -185,7 +185,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "v1/messages", body, &res); err != nil {
-		return nil, fail("request", describe(err))
+		return nil, fail("request", describe(ctx, err))
 	}
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
@@ -205,7 +205,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		}
 	}
 	if err := events.Err(); err != nil {
-		return nil, fail("read stream", describe(err))
+		return nil, fail("read stream", describe(ctx, err))
 	}
 	if ctx.Err() != nil {
 		return nil, fail("read stream", ctx.Err())
@@ -227,9 +227,9 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 // an HTTP error status also names the request (method and URL, without
 // user info or query), and quotes the start of the body when it is not
 // the API's error (a proxy's page); of a long Type or Message, it keeps
-// the start. Message is as the server wrote it: the error the adapter
-// answers with, which wraps the APIError, has the request's credentials
-// cut out of its text, but not of the APIError's fields.
+// the start. Its Type, Message and text have the request's credentials
+// cut out, as the text of the error the adapter answers with (which
+// wraps it) has.
 type APIError struct {
 	Status int
 	// Type is the error's type ("overloaded_error", "rate_limit_error",
@@ -252,21 +252,23 @@ func (e *APIError) Error() string {
 
 // describe turns the SDK's API error, whose text is the request's URL
 // (with any user info) and the whole raw body, into an *APIError saying
-// what the server said, which does not wrap it, marked models.Permanent when its status says
-// another attempt would fail too.
-func describe(err error) error {
+// what the server said (which does not wrap it), with the credentials of
+// the request of ctx cut out of its fields and text, marked
+// models.Permanent when its status says another attempt would fail too.
+func describe(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		e := &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, RequestID: apiErr.RequestID}
+		redact := func(s string) string { return httpadapter.Redact(ctx, s) }
+		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: apiErr.RequestID}
 		switch {
 		case e.Status != http.StatusOK:
 			message := e.Message
 			if message == "" && e.Type != "" {
 				message = "(no message)"
 			}
-			e.text = httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, e.Type, message)
+			e.text = redact(httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, e.Type, message))
 		case e.Type == "" && e.Message == "":
-			e.text = "error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON()))
+			e.text = redact("error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON())))
 		}
 		err = e
 	}

@@ -265,6 +265,7 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 		ctx = context.WithValue(ctx, credentialsKey{}, sent)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaderField: sent.wroteHeader})
 		redact := func(text string) string { return e.redact(text, sent) }
+		ctx = context.WithValue(ctx, redactKey{}, redact)
 		frames, err := answerWith(body, send, redact)(ctx, req, emit)
 		if err != nil {
 			if text := redact(err.Error()); text != err.Error() {
@@ -273,6 +274,20 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 		}
 		return frames, err
 	}
+}
+
+type redactKey struct{}
+
+// Redact returns text, of an error of the request of ctx (made with
+// [Endpoint.Answer]'s context), with what Answer cuts out of the request's
+// error cut out of it: for the fields of an error a caller may reach
+// under the error's text, by errors.As. Call it once the request was
+// sent: it knows what the request's attempts carried so far.
+func Redact(ctx context.Context, text string) string {
+	if redact, ok := ctx.Value(redactKey{}).(func(string) string); ok {
+		return redact(text)
+	}
+	return text
 }
 
 // redact returns text with the credentials of e and sent cut out, the

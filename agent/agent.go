@@ -2422,7 +2422,19 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case !batched:
 			f, err = s.Recv(ctx)
 		case len(batch) == 0:
-			if batch, err = s.RecvAll(ctx, room[:0]); err == nil {
+			batch, err = s.RecvAll(ctx, room[:0])
+			switch {
+			case err != nil:
+			case c.resumed == nil:
+				// No resumed response to tell: the batch is folded in
+				// one loop, without the per-frame steps of progress
+				// and approvals.
+				if c.foldBatch(ans, batch) {
+					return ans, nil
+				}
+				batch = batch[:0]
+				continue
+			default:
 				f, batch = batch[0], batch[1:]
 			}
 		default:
@@ -2469,6 +2481,27 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 			return ans, nil
 		}
 	}
+}
+
+// foldBatch folds frames, read in one batch by an attempt that shows no
+// progress and asks no approvals, into ans, as the attempt's loop does
+// frame by frame, and reports whether they ended the stream (frames
+// after its END are dropped, as the loop drops them).
+func (c *conversation) foldBatch(ans *models.Answer, frames []*messages.Frame) (ended bool) {
+	for _, f := range frames {
+		ans.Add(f)
+		switch f.GetType() {
+		case messages.FrameType_ERROR:
+			c.failure = f.GetMeta().GetFailureKind()
+		case messages.FrameType_END:
+		default:
+			c.served = true
+		}
+		if ans.Ended {
+			return true
+		}
+	}
+	return false
 }
 
 func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -205,7 +206,7 @@ func decodeFramesWith(v []byte, layout recordLayout, fn func(record, error) erro
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		if err := fn(r, err); err != nil {
-			return fmt.Errorf("record %d (%s %d of %q): %w", i, r.kind.what(), r.index, r.name, err)
+			return fmt.Errorf("record %d (%s %d of %s): %w", i, r.kind.what(), r.index, quote.Name(r.name, "actor name"), err)
 		}
 		v = rest
 	}

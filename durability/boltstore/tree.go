@@ -51,8 +51,11 @@ type tree struct {
 	// [rebuildFreelist]).
 	freelist         *durability.DamageError
 	freelistConflict bool
-	rebuild          bool
-	free             []uint64
+	// listedInUse lists the pages the freelist lists that the tree
+	// reaches, when those are the freelist's only damage.
+	listedInUse []uint64
+	rebuild     bool
+	free        []uint64
 
 	// top lists the top-level buckets, and format is the format version
 	// the meta bucket holds, so that a writable Open refuses a file that

@@ -16,10 +16,15 @@ type record struct {
 	compact bool // putSnapshot only: also delete what the snapshot covers
 	// lostSnapshot (lostRecord only): the lost put was a snapshot.
 	lostSnapshot bool
-	name         string
-	index        uint64
-	data         []byte
-	sum          uint32 // durability.Checksum of the record (see recordKind)
+	// lostAfter (lostRecord only, in memory): the lost put was written
+	// after a delete that covers its index, whose mark was then
+	// lostMark (see [pendingActor.droppedLost]).
+	lostAfter bool
+	lostMark  uint64
+	name      string
+	index     uint64
+	data      []byte
+	sum       uint32 // durability.Checksum of the record (see recordKind)
 }
 
 // Record layout (formats 4 and 5): kind (1 byte), flags (1 byte, bit 0 =

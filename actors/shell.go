@@ -1248,17 +1248,17 @@ func (o *openStreams) joined(m []string, prev, call string) []string {
 
 // endCall ends the call of tool-call id call on id, when id carries it
 // among other calls, and reports whether the stream stays open for its
-// other calls: it ended the call, or the call is not the stream's but
-// the Logic ended calls of it by their ids (see endedRest), so that this
-// END is a second END of one of them, which ends nothing: one the
-// stream keeps (see endedCall), or one it no longer keeps, past
-// endedMax. It reports false, leaving the stream as it was, when the
-// stream carries a single call or none of that id and the Logic ended
-// none of its calls by their ids: the END is the stream's. On a stream
-// of which the Logic ended calls, an END with an id the stream never
-// carried is told from a second END of a call it no longer keeps by
-// nothing, and ends nothing either: the stream's calls still open get
-// their answers, from the Logic or from a restart or stop.
+// other calls: it ended the call, or the stream holds calls (see holds)
+// and call is none of them, so that this END ends nothing: a second END
+// of a call the Logic ended (one the stream keeps, see endedCall, or one
+// it no longer keeps, past endedMax), or an END with an id the stream
+// never carried (a Logic's answer to a frame of no call the runtime
+// knows, such as a late argument chunk of a call it ended), which
+// nothing tells from the former. The stream's calls still open get
+// their answers, from the Logic or from a restart, stop or Resume. It
+// reports false, leaving the stream as it was, when the END is the
+// stream's: its one call's, or one of a stream that holds no call (the
+// Logic opened it with its own frames).
 func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1268,7 +1268,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok || o.spent[i] && call != o.calls[i]
+			return ok || call != o.calls[i] && holds(o.calls[i], o.anon[i])
 		}
 	}
 	st, found := o.more[id]
@@ -1281,8 +1281,14 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok || st.spent && call != st.call
+	return ok || call != st.call && holds(st.call, st.anon)
 }
+
+// holds reports whether a stream whose call noted is noted, and that
+// carries a call of no id when anon, holds a call: one the caller's
+// frames opened (a stream the Logic opened with its own frames holds
+// none, and its END with any id is the stream's).
+func holds(noted string, anon bool) bool { return noted != "" || anon }
 
 // ending returns done, the calls of a stream the Logic ended by their
 // ids, with call, the oldest forgotten past endedMax.

@@ -264,9 +264,10 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 
 // TestOpenStreams_SecondEndPastEndedMax: a second END of a call the
 // Logic ended, past the endedMax a stream keeps, ends none of the calls
-// the stream still holds (one of no id, or one with an id); an END with
-// an id a stream of which the Logic ended no call does not hold ends the
-// stream, as it always did.
+// the stream still holds (one of no id, or one with an id); nor does an
+// END with an id a stream holding calls never carried, the Logic having
+// ended none of them. An END with any id ends a stream that holds no
+// call (one the Logic opened with its own frames).
 func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 	for _, id := range []string{"s", "m"} { // inline, and past the inline room
 		for _, held := range []string{"", "h"} {
@@ -297,20 +298,26 @@ func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 				t.Errorf("stream %s: the END of its last call %s reported as another's", id, held)
 			}
 		}
-		// Never ended a call: an END with an id it does not hold is the
-		// stream's END.
+		// Never ended a call: an END with an id it does not hold ends
+		// nothing either; one of a stream that holds no call (the Logic
+		// opened it) is the stream's END.
 		var o openStreams
 		if id == "m" {
 			o.openCalls("x0")
 			o.openCalls("x1")
 		}
 		o.openCalls(id, "")
-		if o.endCall(id, "c9") {
-			t.Errorf("stream %s of a call of no id: an END with id c9 left it open", id)
+		if !o.endCall(id, "c9") {
+			t.Errorf("stream %s of a call of no id: an END with id c9 ended it", id)
 		}
 		o.openCalls(id, "c1")
+		if !o.endCall(id, "c9") {
+			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 ended it", id)
+		}
+		o.remove(id)
+		o.add(id)
 		if o.endCall(id, "c9") {
-			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 left it open", id)
+			t.Errorf("stream %s the Logic opened: an END with id c9 left it open", id)
 		}
 	}
 }

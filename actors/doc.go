@@ -102,10 +102,13 @@
 //     which begins that call again, a new one (models number the calls
 //     of each response afresh); and the Logic's second END of an ended
 //     call, however long ago it ended, ends none of the stream's others
-//     (nor does an END with an id the stream never carried, while it
-//     holds a call: the Logic's answer to a frame of no call the runtime
-//     knows, a late chunk say, leaves the stream's calls open, to be
-//     answered once). When the failed frame carries the id of one of
+//     (one of those 16 is dropped, not passed on: a consumer that reads
+//     the stream call by call, up to each one's END, would take it for
+//     the next call's; nor does an END with an id the stream never
+//     carried, while it holds a call: the Logic's answer to a frame of
+//     no call the runtime knows, a late chunk say, leaves the stream's
+//     calls open, to be answered once). When the failed frame carries
+//     the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets

@@ -1430,11 +1430,20 @@ func (o *openStreams) all() []string {
 // Emit implements Context. A frame emitted on a stream opens it (the
 // duplex owes it an END), but a META (see opensCall). A frame on a call
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
-// is dropped: the call has its answer.
+// is dropped: the call has its answer. So is the Logic's second END of a
+// call it ended, on a stream still open for others (see endedCall): a
+// consumer that reads such a stream call by call, up to each call's END
+// (Conn.RecvStream), would take it for the END of the next call, whose
+// answer follows it.
 func (s *shell) Emit(f *messages.Frame) {
 	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
+		return
+	}
+	if f.GetType() == messages.FrameType_END && f.GetToolCallId() != "" && s.open.endedCall(f.GetStreamId(), f.GetToolCallId()) {
+		s.Logger().Debug("second END of a call dropped",
+			slog.String("stream", f.GetStreamId()), slog.String("call", f.GetToolCallId()))
 		return
 	}
 	if s.obs != nil && !s.obs.Emitted(f) {

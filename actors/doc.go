@@ -53,7 +53,9 @@
 //     but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries an
 //     id other than the answered call's (and than those of the
 //     stream's other calls answered with it, or ended by the Logic
-//     before: their rest), but an argument chunk (its
+//     before, and, the answered call a refused one, those of the
+//     calls answered on the stream before it: their rest), but an
+//     argument chunk (its
 //     call's TOOL_CALL came first: a chunk of another id is of a call
 //     interleaved with the answered one on its stream). The other
 //     frames, up to the caller's END and that END included, are the

@@ -693,11 +693,17 @@ func (s *shell) input(f *messages.Frame) {
 // earlier incarnation; so it is dropped also when the record of its
 // stream was forgotten (see closedCalls), rather than answered again.
 func (s *shell) late(f *messages.Frame) {
+	// The records of f's stream, which a new call ends: the refused
+	// call's record keeps their calls, so that their rest still in
+	// flight is dropped, not refused as another new call (see refuse).
+	var prev [2]closedCall
+	prev[0], _ = s.closed.get(f.GetStreamId())
+	prev[1], _ = s.answered.get(f.GetStreamId())
 	if s.closed != nil && s.dropClosed(f) {
 		return
 	}
 	if !s.dropAnswered(f) && opensCall(f.GetType()) && !f.IsToolArgChunk() {
-		s.refuse(f)
+		s.refuse(f, prev[:])
 	}
 }
 
@@ -807,14 +813,18 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // tool-call id call, whose caller's input has not ended (see answered):
 // alone among the stream's calls when shared (see closedCall); else with
 // the stream's other calls known by their ids, answered with it or ended
-// by the Logic (see closedCall.others).
-func (s *shell) noteAnswered(stream, call string, shared bool) {
+// by the Logic, and the calls of the records of the stream it replaces,
+// prev (see closedCall.others).
+func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCall) {
 	if s.answered == nil {
 		s.answered = &closedCalls{}
 	}
 	rec := closedCall{call: answeredCall(call), shared: shared}
 	if !shared {
 		rec.others = s.open.others(stream, call)
+		for _, p := range prev {
+			rec.others = p.carried(rec.others, call)
+		}
 	}
 	s.answered.addRecord(stream, rec)
 }
@@ -823,8 +833,12 @@ func (s *shell) noteAnswered(stream, call string, shared bool) {
 // incarnation ended: the Logic will not run it, so the stream gets ERROR
 // and END, both with f's tool-call id (the refused call's), at once
 // rather than when the duplex has stopped, and only once for the frames
-// of the call (see late). The ERROR has failure kind
-// StoppedKind while the duplex stops; while it restarts it has none, as
+// of the call (see late). The record of the refused call keeps, among
+// its others (see closedCall.others), the calls of prev, the records of
+// the stream that f ended: a frame of theirs that their caller sent
+// before it had their answer, coming after f, is their rest, dropped,
+// not a new call refused (a second answer of theirs). The ERROR has
+// failure kind StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
 // back, unless a stop written into it is queued (a restart for a
 // sibling's failure that waits for this duplex's children to stop, then
@@ -833,13 +847,13 @@ func (s *shell) noteAnswered(stream, call string, shared bool) {
 // stopping duplex. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
-func (s *shell) refuse(f *messages.Frame) {
+func (s *shell) refuse(f *messages.Frame, prev []closedCall) {
 	stream := f.GetStreamId()
 	if s.terminated || stream == "" {
 		return
 	}
 	call := f.GetToolCallId()
-	s.noteAnswered(stream, call, false)
+	s.noteAnswered(stream, call, false, prev...)
 	e := messages.Error(stream, stoppingText)
 	e.ToolCallId = call
 	if s.restarting && s.mb.stops.Load() == 0 {

@@ -1101,10 +1101,13 @@ func (o *openStreams) noteCall(id, call string) {
 				o.anon[i] = true
 				return
 			}
-			if len(o.done[i]) > 0 {
-				o.done[i] = reopened(o.done[i], call)
-			}
 			if prev := o.calls[i]; prev != call {
+				// The call noted is never among the ended (see
+				// endCall): a chunk of it, the hot path, looks no
+				// further.
+				if len(o.done[i]) > 0 {
+					o.done[i] = reopened(o.done[i], call)
+				}
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -1121,14 +1124,12 @@ func (o *openStreams) noteCall(id, call string) {
 			st.anon = true
 			o.more[id] = st
 		}
-	case st.call != call || slices.Contains(st.done, call):
+	case st.call != call:
 		st.done = reopened(st.done, call)
-		if st.call != call {
-			if st.call != "" {
-				st.multi = o.joined(st.multi, st.call, call)
-			}
-			st.call = call
+		if st.call != "" {
+			st.multi = o.joined(st.multi, st.call, call)
 		}
+		st.call = call
 		o.more[id] = st
 	}
 }

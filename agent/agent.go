@@ -2497,14 +2497,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 				c.emit(event(said, n))
 			}
 		}
-		ans.Add(f)
-		switch f.GetType() {
-		case messages.FrameType_ERROR:
-			c.failure = f.GetMeta().GetFailureKind()
-		case messages.FrameType_END:
-		default:
-			c.served = true
-		}
+		c.add(ans, f)
 		if c.emit != nil {
 			c.emit(event(f, n))
 		}
@@ -2523,19 +2516,26 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 // after its END are dropped, as the loop drops them).
 func (c *conversation) foldBatch(ans *models.Answer, frames []*messages.Frame) (ended bool) {
 	for _, f := range frames {
-		ans.Add(f)
-		switch f.GetType() {
-		case messages.FrameType_ERROR:
-			c.failure = f.GetMeta().GetFailureKind()
-		case messages.FrameType_END:
-		default:
-			c.served = true
-		}
+		c.add(ans, f)
 		if ans.Ended {
 			return true
 		}
 	}
 	return false
+}
+
+// add folds f, a frame of the attempt's stream, into ans, and notes what
+// the attempt's outcome needs of it: an ERROR's failure kind, and
+// whether the loop served the stream (a frame other than ERROR and END).
+func (c *conversation) add(ans *models.Answer, f *messages.Frame) {
+	ans.Add(f)
+	switch f.GetType() {
+	case messages.FrameType_ERROR:
+		c.failure = f.GetMeta().GetFailureKind()
+	case messages.FrameType_END:
+	default:
+		c.served = true
+	}
 }
 
 func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_END }

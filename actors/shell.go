@@ -710,7 +710,9 @@ func (s *shell) late(f *messages.Frame) {
 // dropAnswered reports whether f is a frame of a call the shell answered
 // (see answered), to be dropped. The caller's END ends the call, and the
 // record; so does a frame that opens a new call (see
-// closedCall.newCall), which is not dropped.
+// closedCall.newCall), which is not dropped, but for the answered
+// calls' ids: their rest, which their caller sent before it had their
+// answer, may still come after it (see closedCall.served).
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
 	rec, ok := s.answered.get(id)
@@ -726,16 +728,29 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 		}
 		return rest
 	}
-	drop := true
+	if rec.served {
+		rest, ends := rec.servedRest(f)
+		if ends {
+			s.endAnswered(id)
+		}
+		return rest
+	}
 	switch {
 	case f.GetType() == messages.FrameType_END:
 	case rec.newCall(f):
-		drop = false
+		// Served: the rest of the answered calls, sent before their
+		// answer, may still come after it (see closedCall.afterNewCall).
+		if next, ok := rec.afterNewCall(f); ok {
+			s.answered.addRecord(id, next)
+			return false
+		}
+		s.endAnswered(id)
+		return false
 	default:
 		return true
 	}
 	s.endAnswered(id)
-	return drop
+	return true
 }
 
 // endAnswered ends the record of the call answered on stream id.
@@ -822,7 +837,12 @@ func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCal
 	rec := closedCall{call: answeredCall(call), shared: shared}
 	if !shared {
 		rec.others = s.open.others(stream, call)
-		for _, p := range prev {
+		// The records it replaces: the calls a Resume or an earlier
+		// incarnation answered before a new call was served there (see
+		// closedCall.afterNewCall).
+		was, _ := s.answered.get(stream)
+		before, _ := s.closed.get(stream)
+		for _, p := range append(prev, was, before) {
 			rec.others = p.carried(rec.others, call)
 		}
 	}
@@ -1495,7 +1515,15 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 		}
 	}
 	rec, ok := s.answered.get(id)
-	return ok && (!rec.shared || call == string(rec.call))
+	switch {
+	case !ok:
+		return false
+	case rec.shared:
+		return call == string(rec.call)
+	case rec.served:
+		return rec.holds(call)
+	}
+	return true
 }
 
 // emit sends f to the subscriber, noting the streams it opens and closes.

@@ -113,7 +113,10 @@
 //     call, however long ago it ended, ends none of the stream's others
 //     (one of those 16 is dropped, not passed on: a consumer that reads
 //     the stream call by call, up to each one's END, would take it for
-//     the next call's; nor does an END with an id the stream never
+//     the next call's; so is a second END of the call whose END closed
+//     the stream, of the latest 16 streams so closed, on the stream
+//     closed or opened since by a call of another id; nor does an END
+//     with an id the stream never
 //     carried, while it holds a call: the Logic's answer to a frame of
 //     no call the runtime knows, a late chunk say, leaves the stream's
 //     calls open, to be answered once). When the failed frame carries

@@ -39,28 +39,38 @@ func TestConn_SecondEndOfACallNotPassedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
 	if err := conn.SendAll(messages.StreamingToolCall("s", "b", "hold"), messages.ToolCall("s", "a", "twice", nil)); err != nil {
 		t.Fatal(err)
 	}
-	var got [][]string
-	for range 2 {
-		frames, err := conn.RecvStream(ctx, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var read []string
-		for _, f := range frames {
-			read = append(read, withCallID(f))
-		}
-		got = append(got, read)
+	got := [][]string{readCall(t, conn), readCall(t, conn)}
+	checkCallReads(t, conn, got, [][]string{{"TOOL_RESULT(1)/a", "END/a"}, {"TOOL_RESULT(2)/b", "END/b"}})
+}
+
+// readCall reads stream s of conn up to its next END (Conn.RecvStream),
+// as a consumer reading it call by call does, and returns the frames
+// read as withCallID records them.
+func readCall(t *testing.T, conn *Conn) []string {
+	t.Helper()
+	frames, err := conn.RecvStream(testContext(t), "s")
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := [][]string{{"TOOL_RESULT(1)/a", "END/a"}, {"TOOL_RESULT(2)/b", "END/b"}}
+	var read []string
+	for _, f := range frames {
+		read = append(read, withCallID(f))
+	}
+	return read
+}
+
+// checkCallReads checks the reads of stream s, got, against want, then
+// stops conn's duplex, which must emit nothing more.
+func checkCallReads(t *testing.T, conn *Conn, got, want [][]string) {
+	t.Helper()
 	if !slices.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("two reads of stream s got %q, want %q", got, want)
+		t.Errorf("reads of stream s call by call got %q, want %q", got, want)
 	}
 	for _, f := range closeAndDrain(t, conn) {
-		t.Errorf("after both calls' answers, stream %s got %s", f.GetStreamId(), withCallID(f))
+		t.Errorf("after the calls' answers, stream %s got %s", f.GetStreamId(), withCallID(f))
 	}
 }
 
@@ -75,29 +85,14 @@ func TestConn_SecondEndOfAClosedCallNotPassedOn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := testContext(t)
 	var got [][]string
 	for _, call := range []*messages.Frame{messages.ToolCall("s", "a", "twice", nil), messages.ToolCall("s", "b", "plain", nil)} {
 		if err := conn.Send(call); err != nil {
 			t.Fatal(err)
 		}
-		frames, err := conn.RecvStream(ctx, "s")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var read []string
-		for _, f := range frames {
-			read = append(read, withCallID(f))
-		}
-		got = append(got, read)
+		got = append(got, readCall(t, conn))
 	}
-	want := [][]string{{"TOOL_RESULT(1)/a", "END/a"}, {"TOOL_RESULT(1)/b", "END/b"}}
-	if !slices.EqualFunc(got, want, slices.Equal) {
-		t.Errorf("two reads of stream s got %q, want %q", got, want)
-	}
-	for _, f := range closeAndDrain(t, conn) {
-		t.Errorf("after both calls' answers, stream %s got %s", f.GetStreamId(), withCallID(f))
-	}
+	checkCallReads(t, conn, got, [][]string{{"TOOL_RESULT(1)/a", "END/a"}, {"TOOL_RESULT(1)/b", "END/b"}})
 }
 
 // TestConn_SecondEndOfAClosedCallAfterANewCall: the Logic's END of call

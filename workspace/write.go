@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
@@ -31,8 +32,10 @@ const tempPrefix = ".polyweave-write-"
 // (ReasonReserved), and listings leave it out; the next write of a
 // hidden path in that directory removes it before it writes its own,
 // and opening the workspace removes those left in those directories.
-// Writes of hidden paths are one at a time (hiddenWrite), so the one
-// there as such a write begins is left over. A symbolic link a command
+// Writes of hidden paths are one at a time, those of every workspace of
+// the process (hiddenTempMu), and a folder's with those of other
+// processes (lockTempDir: the write is refused while another holds the
+// folder), so the one there as such a write begins is left over. A symbolic link a command
 // made to it is followed by read_file as a link to the hidden path
 // itself would be: the file tools read hidden paths, and the file holds
 // what write_file or undo was writing there.
@@ -57,7 +60,8 @@ const hiddenTempName = tempPrefix + "~hidden.tmp"
 // though its directory is writable); their permission bits are kept.
 // A path hidden from commands is not written while a sandboxed command
 // runs, which would see it: the write is refused (ReasonHiddenInUse),
-// to be tried again once the command has ended. Its temporary file has
+// to be tried again once the command has ended; so it is while another
+// process writes a hidden path in the same folder. Its temporary file has
 // a name of its own, hidden from commands too (see hiddenTempName),
 // which write_file and read_file refuse (ReasonReserved).
 //
@@ -442,6 +446,10 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		defer end()
 	}
 	hidden := end != nil
+	if hidden {
+		w.lockHiddenTemp()
+		defer hiddenTempMu.Unlock()
+	}
 	if done, rf := w.replaceBeneath(target, perm, exists, content, hidden); done {
 		return rf
 	}
@@ -453,6 +461,11 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	}
 	tmp := filepath.Join(dir, tempName(hidden))
 	if hidden {
+		unlock, rf := w.lockTempDirOf(dir)
+		if rf != nil {
+			return rf
+		}
+		defer unlock()
 		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return classifyWrite(err, tmp, target)
 		}
@@ -485,6 +498,34 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	}
 	return nil
 }
+
+// hiddenTempMu makes the writes of paths hidden from commands in the
+// process use hiddenTempName one at a time, those of every workspace:
+// several may be open on one directory (hideMu is one workspace's), and
+// one write would otherwise remove the temporary file of another in
+// the same folder, or rename the other's content, written in part or
+// whole, over its own target, another hidden path. Another process is
+// kept apart by the lock on the folder (lockTempDir). Taken after
+// hideMu.
+var hiddenTempMu sync.Mutex
+
+// lockHiddenTemp takes hiddenTempMu, waiting for the write that holds
+// it.
+func (w *Workspace) lockHiddenTemp() {
+	if hiddenTempMu.TryLock() {
+		return
+	}
+	if w.hookHiddenTempWait != nil {
+		w.hookHiddenTempWait()
+	}
+	hiddenTempMu.Lock()
+}
+
+// hiddenTempBusy says why a write of a path hidden from commands is
+// refused while another process writes one in the same folder.
+const hiddenTempBusy = "another process is writing a path hidden from commands in the same folder " +
+	"(a workspace it opened on this directory), and such writes keep their content under one name there " +
+	"until it is renamed into place; nothing was written: write it again once that one is done"
 
 // tempName is the name of the temporary file of a write, in its
 // target's directory: hiddenTempName for a path hidden from commands,
@@ -681,6 +722,8 @@ func (w *Workspace) removeLeftTemps(p string) {
 	if strings.ContainsAny(rel, "*?[") {
 		names = w.globBeneath(strings.Split(rel, string(filepath.Separator)))
 	}
+	w.lockHiddenTemp()
+	defer hiddenTempMu.Unlock()
 	for _, name := range names {
 		if _, link := w.linkOnTheWay(name); link {
 			continue
@@ -688,7 +731,13 @@ func (w *Workspace) removeLeftTemps(p string) {
 		if fi, err := w.root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		if err := w.root.Remove(name); err != nil {
+		unlock, rf := w.lockTempDirOf(filepath.Dir(name))
+		if rf != nil {
+			continue // another process's write, under way
+		}
+		err := w.root.Remove(name)
+		unlock()
+		if err != nil {
 			w.log.Warn("workspace: remove the temporary file a write of a hidden path left", "path", name, "err", err)
 		} else {
 			w.log.Info("workspace: removed the temporary file a write of a hidden path left (a crash, say)", "path", name)

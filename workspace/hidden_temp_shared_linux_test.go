@@ -6,6 +6,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -117,4 +118,51 @@ func TestHiddenWriteTemp_AnotherProcessWriting(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The temporary name of a hidden path's write is refused by the file
+// tools however it is spelled: in another case (on a folder that
+// ignores case it names that very file), through "./", or as where a
+// symbolic link leads a write (what was written there would be taken
+// for a leftover and removed by the next write of a hidden path there,
+// and no undo could restore it).
+func TestHiddenWriteTemp_ReservedWhateverTheSpelling(t *testing.T) {
+	fx, in := hidingFixture(t, "sec/key.txt")
+	mustDo(t, os.Mkdir(in("sec"), 0o755))
+	tmp := in(filepath.Join("sec", hiddenTempName))
+	mustDo(t, os.WriteFile(tmp, []byte("LEFT"), 0o600))
+	mustDo(t, os.Symlink(filepath.Join("sec", hiddenTempName), in("x.txt")))
+	mustDo(t, os.Mkdir(in("pub"), 0o755))
+	mustDo(t, os.Mkdir(in("pub/"+hiddenTempName), 0o755))
+	mustDo(t, os.Symlink(hiddenTempName, in("pub/d")))
+	ctx := context.Background()
+	upper := "sec/" + strings.ToUpper(hiddenTempName)
+	for _, p := range []string{upper, "sec/./" + hiddenTempName, "./sec/" + hiddenTempName} {
+		if res, err := fx.ws.ReadFile(ctx, ReadFileInput{Path: p}); err != nil || res.Reason != ReasonReserved {
+			t.Errorf("read_file %s: %+v, %v; want it refused (%s)", p, res, err, ReasonReserved)
+		}
+	}
+	for _, p := range []string{upper, "sec/./" + hiddenTempName, "x.txt", "pub/d/a.txt"} {
+		if res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: p, Content: "MODEL"}); err != nil || res.Reason != ReasonReserved {
+			t.Errorf("write_file %s: %+v, %v; want it refused (%s)", p, res, err, ReasonReserved)
+		}
+	}
+	if got := readFile(t, tmp); got != "LEFT" {
+		t.Errorf("the temporary file holds %q after the refused writes", got)
+	}
+	if _, err := os.Stat(in("sec/" + strings.ToUpper(hiddenTempName))); err == nil && !sameFile(t, in(upper), tmp) {
+		t.Errorf("write_file made %s", upper)
+	}
+	if _, err := os.Stat(in("pub/" + hiddenTempName + "/a.txt")); err == nil {
+		t.Errorf("write_file wrote pub/%s/a.txt", hiddenTempName)
+	}
+}
+
+func sameFile(t *testing.T, a, b string) bool {
+	t.Helper()
+	fa, err := os.Stat(a)
+	mustDo(t, err)
+	fb, err := os.Stat(b)
+	mustDo(t, err)
+	return os.SameFile(fa, fb)
 }

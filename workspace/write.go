@@ -100,7 +100,9 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 	if rf == nil && target != name {
 		// A link at name, followed: one a command planted after the
 		// check (linkToHidden) is refused on what was followed.
-		rf = w.linkedHidden(name, name)
+		if rf = w.linkedHidden(name, name); rf == nil {
+			rf = reservedOnTheWay(target)
+		}
 	}
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil

@@ -722,9 +722,14 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 	// A path hidden from commands is not restored while one runs
 	// (hiddenWrite): the undo is refused before it restores anything,
 	// rather than midway.
+	// So is one whose name restore would refuse.
 	for _, r := range apply {
-		if rf := j.ws.hiddenInUse(r.Path); rf != nil {
-			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(rf, r.Path))
+		name, rf := j.ws.restoreName(r.Path)
+		if rf == nil {
+			rf = j.ws.hiddenInUse(name)
+		}
+		if rf != nil {
+			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(j.ws.explain(r.Path, rf), r.Path))
 		}
 	}
 	var restored []Restored
@@ -787,11 +792,29 @@ func replacedSince(r Reason) bool {
 	return false
 }
 
-// restore puts back what r replaced, with write_file's checks of the
-// name: a link a command made on the way to a path hidden from commands
-// would otherwise take the restored content where they see it.
+// restoreName is the name a restore of path acts on, with write_file's
+// checks of the name (checkWriteName): a link a command made on the way
+// to a path hidden from commands would otherwise take the restored
+// content where they see it. A link to a folder on the way is resolved
+// as a write's is (throughLinks): the restore is judged by where it
+// lands, a path hidden from commands maybe (pub/key.txt is sec/key.txt
+// once a command made pub a link to sec), which is not written nor
+// removed while a command runs.
+func (w *Workspace) restoreName(path string) (string, *refusal) {
+	name, rf := w.checkWriteName(path)
+	if rf != nil {
+		return "", rf
+	}
+	target, rf := w.throughLinks(name)
+	if rf == nil && target != name {
+		rf = reservedOnTheWay(target)
+	}
+	return target, rf
+}
+
+// restore puts back what r replaced, at restoreName.
 func (w *Workspace) restore(r *writeRecord) error {
-	name, rf := w.checkWriteName(r.Path)
+	name, rf := w.restoreName(r.Path)
 	if rf != nil {
 		return undoRefused(w.explain(r.Path, rf), r.Path)
 	}

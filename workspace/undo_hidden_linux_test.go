@@ -54,3 +54,71 @@ func TestUndo_HiddenInUseRefusedBeforeAnything(t *testing.T) {
 		t.Errorf("a.txt after the undo: %v, want it removed", err)
 	}
 }
+
+// An undo is judged by where its restore lands, as a write is: a file
+// the session wrote in pub, which a command has since made a link to
+// sec, where a path hidden from commands is, is restored (or removed)
+// in sec, so not while a command runs; and the undo is refused before
+// it restores anything.
+func TestUndo_ThroughALinkedFolderJudgedWhereItLands(t *testing.T) {
+	for _, existed := range []bool{false, true} {
+		t.Run(fmt.Sprintf("existed=%v", existed), func(t *testing.T) {
+			fx, in := hidingFixture(t, "sec/key.txt")
+			mustDo(t, os.Mkdir(in("sec"), 0o755))
+			mustDo(t, os.WriteFile(in("sec/key.txt"), []byte("X"), 0o600))
+			mustDo(t, os.Symlink("sec", in("pub")))
+			mustDo(t, os.WriteFile(in("a.txt"), []byte("A"), 0o644))
+			store := memstore.New(nil)
+			defer store.Close()
+			j, err := NewJournal(fx.ws, store, nil)
+			mustDo(t, err)
+			ctx := t.Context()
+			first := fmt.Sprintf(`{"write":{"call_id":"c1","path":"pub/key.txt","existed":false,"new_hash":%q}}`, hashOf([]byte("X")))
+			if existed {
+				first = fmt.Sprintf(`{"write":{"call_id":"c1","path":"pub/key.txt","existed":true,"prev":"T0xE","perm":384,"new_hash":%q}}`,
+					hashOf([]byte("X"))) // prev: "OLD"
+			}
+			for i, e := range []string{first,
+				fmt.Sprintf(`{"write":{"call_id":"c2","path":"a.txt","existed":false,"new_hash":%q}}`, hashOf([]byte("A"))),
+			} {
+				mustDo(t, store.PersistEvent(ctx, JournalKey("", "s"), uint64(i), []byte(e)))
+			}
+
+			fx.ws.commandBegins() // as while a command runs
+			restored, err := j.Undo(ctx, "s", "")
+			fx.ws.commandEnds()
+			var re *refusedError
+			if !errors.As(err, &re) || re.reason != ReasonHiddenInUse || len(restored) != 0 {
+				t.Errorf("undo of pub/key.txt (pub -> sec) and a.txt while a command runs: %+v, %v; want refused (%s), nothing restored",
+					restored, err, ReasonHiddenInUse)
+			}
+			if got := readFile(t, in("sec/key.txt")); got != "X" {
+				t.Errorf("sec/key.txt after the refused undo: %q, want it as it was", got)
+			}
+			if _, err := os.Stat(in("a.txt")); err != nil {
+				t.Errorf("a.txt after the refused undo: %v, want it as it was", err)
+			}
+			restored, err = j.Undo(ctx, "s", "")
+			if err != nil || len(restored) != 2 {
+				t.Fatalf("undo with no command running: %+v, %v", restored, err)
+			}
+			want := "<none>"
+			if existed {
+				want = "OLD"
+			}
+			if got := content(t, in("sec/key.txt")); got != want {
+				t.Errorf("sec/key.txt after the undo: %q, want %q", got, want)
+			}
+		})
+	}
+}
+
+func content(t *testing.T, path string) string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return "<none>"
+	}
+	mustDo(t, err)
+	return string(b)
+}

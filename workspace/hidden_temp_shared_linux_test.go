@@ -103,7 +103,9 @@ func TestHiddenWriteTemp_AnotherProcessWriting(t *testing.T) {
 				t.Errorf("cfg/a.env holds %q, want it as it was", got)
 			}
 
+			fx.ws.lockHiddenTemp()
 			fx.ws.removeLeftTemps(tmp)
+			hiddenTempMu.Unlock()
 			if got := readFile(t, tmp); got != "THEIRS" {
 				t.Errorf("the other process's temporary file after the leftovers' removal: %q, want it left alone", got)
 			}
@@ -165,4 +167,37 @@ func sameFile(t *testing.T, a, b string) bool {
 	fb, err := os.Stat(b)
 	mustDo(t, err)
 	return os.SameFile(fa, fb)
+}
+
+// What holds the temporary name of a hidden path's write as the
+// workspace is opened and is not the tools' (a FIFO, a folder: a
+// command's, made where the name was not there to hide) is hidden
+// while it is there, and its going is no move of a hidden path: the
+// write that removes a FIFO there keeps the commands running. A folder
+// of that name is not removed: the write is refused, saying so.
+func TestHiddenWriteTemp_NotTheToolsAtOpen(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	mustDo(t, os.Mkdir(filepath.Join(dir, "sec"), 0o755))
+	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "sec/key.txt"), []byte("OLD"), 0o600))
+	mustDo(t, unix.Mkfifo(filepath.Join(dir, "sec", hiddenTempName), 0o600))
+	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg", hiddenTempName), 0o755))
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired,
+		HidePaths: []string{filepath.Join(dir, "sec/key.txt"), filepath.Join(dir, "cfg/.env")}})
+	mustDo(t, err)
+	defer ws.Close()
+	ctx := context.Background()
+	if res, err := ws.WriteFile(ctx, WriteFileInput{Path: "sec/key.txt", Content: "NEW"}); err != nil || !res.Success {
+		t.Fatalf("write of sec/key.txt: %+v, %v", res, err)
+	}
+	run, err := ws.RunCommand(ctx, RunCommandInput{Command: "cat sec/key.txt; echo ran"})
+	mustDo(t, err)
+	if !strings.Contains(run.Stdout, "ran") || strings.Contains(run.Stdout, "NEW") {
+		t.Errorf("a command after the write that removed the FIFO at the temporary name: %+v; want it run, the file hidden", run)
+	}
+	res, err := ws.WriteFile(ctx, WriteFileInput{Path: "cfg/.env", Content: "NEW"})
+	if err != nil || res.Success || !strings.Contains(res.Error, hiddenTempName) {
+		t.Errorf("write of cfg/.env, a folder at the temporary name: %+v, %v; want it refused, naming it", res, err)
+	}
 }

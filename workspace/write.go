@@ -469,7 +469,7 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		}
 		defer unlock()
 		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classifyWrite(err, tmp, target)
+			return leftoverRefused(err)
 		}
 	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
@@ -499,6 +499,14 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		w.log.Warn("write_file: sync directory", "path", dir, "err", err)
 	}
 	return nil
+}
+
+// leftoverRefused refuses a write of a path hidden from commands whose
+// folder holds, under hiddenTempName, what the write could not remove
+// (err): a folder of that name, say, which a command may have made.
+func leftoverRefused(err error) *refusal {
+	return refuse(ReasonReserved, fmt.Sprintf("its folder holds %q, the name of the temporary file of such writes, "+
+		"which could not be removed (%v); nothing was written: remove it", hiddenTempName, unwrapPathError(err)))
 }
 
 // hiddenTempMu makes the writes of paths hidden from commands in the
@@ -703,18 +711,32 @@ func (w *Workspace) hiddenTemps(resolved []sandbox.HiddenPath) ([]sandbox.Hidden
 	if len(paths) == 0 {
 		return nil, nil
 	}
+	// No write of the process makes or renames one meanwhile, which
+	// would fail the resolution between its look-ups.
+	w.lockHiddenTemp()
+	defer hiddenTempMu.Unlock()
 	for _, p := range paths {
 		w.removeLeftTemps(p)
 	}
 	temps, _, err := sandbox.ResolveHideNoting(paths, w.dir)
+	// What is there now is not the tools' (a FIFO, a folder, another
+	// process's write under way): hidden while it is there, as a path
+	// to hide that did not exist, but its going, by the next write of a
+	// hidden path there, is no move that refuses the commands
+	// ([sandbox.ErrHiddenMoved]).
+	for i := range temps {
+		temps[i].Dev, temps[i].Ino = 0, 0
+	}
 	return temps, err
 }
 
 // removeLeftTemps removes the temporary files of writes of hidden paths
 // that p (absolute, in the workspace: a path or a pattern whose last
 // component is hiddenTempName) names, which a crash left: regular files
-// reached with no symbolic link on the way. A directory that cannot be
-// listed is passed over; the sandboxes hide what is left.
+// reached with no symbolic link on the way, in a folder no other
+// process writes a hidden path in (lockTempDirOf). A directory that
+// cannot be listed is passed over; the sandboxes hide what is left.
+// hiddenTempMu held.
 func (w *Workspace) removeLeftTemps(p string) {
 	rel, err := filepath.Rel(w.dir, p)
 	if err != nil || !filepath.IsLocal(rel) {
@@ -724,8 +746,6 @@ func (w *Workspace) removeLeftTemps(p string) {
 	if strings.ContainsAny(rel, "*?[") {
 		names = w.globBeneath(strings.Split(rel, string(filepath.Separator)))
 	}
-	w.lockHiddenTemp()
-	defer hiddenTempMu.Unlock()
 	for _, name := range names {
 		if _, link := w.linkOnTheWay(name); link {
 			continue

@@ -59,7 +59,7 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 		}
 		// One left by a crash: see hiddenTempName.
 		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
-			return true, classifyWrite(&fs.PathError{Op: "remove", Path: tmp, Err: err}, tmp, target)
+			return true, leftoverRefused(err)
 		}
 	}
 	var fd int

@@ -35,10 +35,11 @@ const tempPrefix = ".polyweave-write-"
 // Writes of hidden paths are one at a time, those of every workspace of
 // the process (hiddenTempMu), and a folder's with those of other
 // processes (lockTempDir: the write is refused while another holds the
-// folder), so the one there as such a write begins is left over. A symbolic link a command
-// made to it is followed by read_file as a link to the hidden path
-// itself would be: the file tools read hidden paths, and the file holds
-// what write_file or undo was writing there.
+// folder), so the one there as such a write begins is left over. A
+// symbolic link a command made to it is followed by read_file as a
+// link to the hidden path itself would be: the file tools read hidden
+// paths, and the file holds what write_file or undo was writing there;
+// write_file refuses to write through it.
 const hiddenTempName = tempPrefix + "~hidden.tmp"
 
 // WriteFile replaces (or creates) a file in the workspace atomically: the

@@ -70,7 +70,11 @@ type Options struct {
 	// (on a clone of http.DefaultTransport), released by Close. The
 	// credentials its transport adds (an OAuth2 transport's token) are
 	// kept out of frames as APIKey is, when an *http.Transport at the
-	// bottom sends them with the request's context.
+	// bottom sends them with the request's context. A request redirected
+	// to another origin (scheme, host or port) goes there without the
+	// headers that may carry credentials (Authorization, X-Api-Key,
+	// Api-Key, any whose name speaks of a key, token, secret or auth),
+	// before the client's CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
 	// DisableUsage stops asking for usage (stream_options.include_usage),
 	// for servers that reject the field.

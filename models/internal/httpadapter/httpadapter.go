@@ -117,8 +117,50 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
+	e.client = dropCredentialsOnRedirect(e.client)
 	e.transport = transportOf(e.client.Transport)
 	return e
+}
+
+// dropCredentialsOnRedirect returns a copy of c whose redirects to
+// another origin (scheme, host and port) than the request's go without
+// the headers that may carry credentials (see [credentialName]: X-Api-Key,
+// Api-Key and the others an adapter's RequestOptions may add, which
+// http.Client keeps on a redirect to another host, and Authorization,
+// which it keeps on one to a subdomain or another port), then are
+// checked by c's CheckRedirect (or stopped after 10, as http.Client
+// does). Back on the request's origin, they are sent again: http.Client
+// copies each redirect's headers from the request's.
+func dropCredentialsOnRedirect(c *http.Client) *http.Client {
+	check := c.CheckRedirect
+	copied := *c
+	copied.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if origin(req.URL) != origin(via[0].URL) {
+			for name := range req.Header {
+				if credentialName(name) {
+					req.Header.Del(name)
+				}
+			}
+		}
+		if check != nil {
+			return check(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &copied
+}
+
+// origin returns the scheme, host and port of u, the port written when
+// it is the scheme's default too.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 // transportOf returns rt when it is an *http.Transport
@@ -141,7 +183,9 @@ func transportOf(rt http.RoundTripper) *http.Transport {
 	return nil
 }
 
-// HTTPClient is the client to send requests with.
+// HTTPClient is the client to send requests with: the Config's (or the
+// one Open made), copied with a redirect to another origin dropping the
+// credential headers (see dropCredentialsOnRedirect).
 func (e *Endpoint) HTTPClient() *http.Client { return e.client }
 
 // Close releases the idle connections of the client Open made (none when

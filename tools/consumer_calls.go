@@ -340,15 +340,15 @@ func (s *openStream) end(call string) bool {
 
 // endsAlone reports whether the model's END or ERROR of tool-call id
 // call ends that call alone, the stream staying open for its others (see
-// end), or is a second END of a call the model ended, which ends none of
-// them, without changing the entry. Once the model ended a call of the
-// stream by its id (spent), an END with an id the stream does not hold
-// is taken for such a second END, as the runtime takes it: one of a call
-// ended past endedMax, no longer in done, cannot be told from one of an
-// id the stream never carried. On a stream of which the model ended no
-// call, it is the stream's END.
+// end), or ends none of them, without changing the entry, as the runtime
+// takes it: a second END of a call the model ended (one in done, or one
+// ended past endedMax), or an END with an id the stream never carried
+// while it holds a call (the model's answer to a frame of no call it
+// knows), which nothing tells from the former. An END with the id of
+// the stream's sole call ends the stream, as does any on a stream that
+// holds no call of the consumer's (one the model opened).
 func (s *openStream) endsAlone(call string) bool {
-	return call != "" && (s.among(call) || s.spent && call != s.call)
+	return call != "" && (s.among(call) || call != s.call && (s.call != "" || s.anon))
 }
 
 // among reports whether the stream carries the call of tool-call id call

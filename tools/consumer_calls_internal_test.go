@@ -36,8 +36,11 @@ func TestConsumerCalls_EndsAlone(t *testing.T) {
 			t.Fatalf("the END of %s, one of two calls, does not end it alone", call)
 		}
 	}
-	if o.endsAlone("s", "z") || o.endsAlone("s", "") || o.endsAlone("other", "x") {
-		t.Fatal("an END of another id, of no id, or of another stream ends a call alone")
+	if o.endsAlone("s", "") || o.endsAlone("other", "x") {
+		t.Fatal("an END of no id, or of another stream, ends a call alone")
+	}
+	if !o.endsAlone("s", "z") {
+		t.Fatal("an END of z, which the stream never carried, ends it")
 	}
 	o.ended("s", "y") // x is left
 	if o.endsAlone("s", "x") || !o.has("s") {
@@ -200,11 +203,10 @@ func withID(f *messages.Frame, call string) *messages.Frame {
 // TestConsumerCalls_SecondEndPastEndedMax: a second END of a call the
 // model ended, past the endedMax a stream keeps, ends none of the calls
 // the stream still holds (one of no id, or one with an id), nor does an
-// END of an id the stream never carried, once the model ended a call of
-// it by its id: the runtime cannot tell one from the other either. On a
-// stream of which the model ended no call, an END with an id the stream
-// does not hold ends it, as it always did, as on a stream that holds
-// none of the consumer's (the model opened it).
+// END of an id the stream never carried: the runtime cannot tell one
+// from the other either. So it is on a stream of which the model ended
+// no call, while it holds one; on a stream that holds none of the
+// consumer's (the model opened it), an END of any id ends it.
 func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
 	for _, held := range []string{"", "h"} {
 		var o consumerCalls
@@ -242,11 +244,11 @@ func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
 		for _, c := range held {
 			o.note(opens("s", c))
 		}
-		if o.endsAlone("s", "c9") {
-			t.Errorf("stream of calls %q, none ended: an END of c9 taken for a call's alone", held)
+		if !o.endsAlone("s", "c9") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 taken for the stream's", held)
 		}
-		if o.ended("s", "c9"); o.has("s") {
-			t.Errorf("stream of calls %q, none ended: an END of c9 left it open", held)
+		if o.ended("s", "c9"); !o.has("s") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 ended it", held)
 		}
 	}
 	var o consumerCalls

@@ -10,8 +10,9 @@ import (
 )
 
 // sayModel is startModel that, for a META frame named "say" written into
-// it, emits a TEXT "said" on its stream instead of echoing it: a model
-// that opens a stream of its own, on which the consumer wrote no call.
+// it, emits a TEXT "said" on its stream instead of echoing it (a model
+// that opens a stream of its own, on which the consumer wrote no call),
+// and, for one named "end", an END with its tool-call id.
 func sayModel(got chan<- *messages.Frame) actors.Spec {
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
 		switch {
@@ -19,8 +20,13 @@ func sayModel(got chan<- *messages.Frame) actors.Spec {
 			got <- f
 		case f.GetType() == messages.FrameType_META && f.GetName() == "say":
 			emit(messages.Text(f.GetStreamId(), "said"))
+		case f.GetType() == messages.FrameType_META && f.GetName() == "end":
+			emit(withCall(messages.End(f.GetStreamId()), f.GetToolCallId()))
 		case f.GetType() == messages.FrameType_META && f.GetName() == "start":
 			emit(messages.StreamingToolCall(f.GetStreamId(), "call_m", "record"))
+		case f.GetType() == messages.FrameType_META && f.GetName() == "finish":
+			emit(messages.ToolArgChunk(f.GetStreamId(), "call_m", `{"id":"m"}`))
+			emit(messages.ToolComplete(f.GetStreamId(), "call_m"))
 		default:
 			emit(f)
 		}
@@ -144,5 +150,34 @@ func TestStreamingRouter_QuietStreamWithAPendingCallForgottenAsTheRuntimeForgets
 	streamUntil(t, conn, "s", isEnd)
 	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
 		t.Fatalf("after the END of X, the model got %s: want call_m answered as invalid arguments", line(r))
+	}
+}
+
+// TestStreamingRouter_EndOfACallNeverCarriedEndsNothing: the model's END
+// with an id the stream never carried, while the consumer's call X is
+// open there (the model's answer to a frame of no call it knows), ends
+// none of the stream's calls for the runtime, also before the model
+// ended any: the router takes it so too. call_m, which the model started
+// there, stays pending and runs with its arguments, and the model's END
+// of X then ends the stream.
+func TestStreamingRouter_EndOfACallNeverCarriedEndsNothing(t *testing.T) {
+	conn, got := startEchoRouter(t, sayModel)
+	send(t, conn, withCall(messages.Text("s", "X"), "X"), messages.Meta("s", "start", nil))
+	send(t, conn, withCall(messages.Meta("s", "end", nil), "zz"))
+	streamUntil(t, conn, "s", isEnd)
+	send(t, conn, messages.Text("p", "probe"))
+	streamUntil(t, conn, "p", isText("probe"))
+	select {
+	case r := <-got:
+		t.Fatalf("after the END of zz, a call the stream never carried, the model got %s: want call_m pending", line(r))
+	default:
+	}
+	send(t, conn, messages.Meta("s", "finish", nil))
+	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+		t.Fatalf("call_m completed: the model got %s, want its result", line(r))
+	}
+	send(t, conn, messages.Meta("s", "start", nil), withCall(messages.End("s"), "X"))
+	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+		t.Fatalf("after the END of X, the stream's sole call, the model got %s: want call_m answered as invalid arguments", line(r))
 	}
 }

@@ -132,11 +132,9 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // of the stream or an ABORT, as above), and the others stay pending,
 // their arguments still to come. An END or ERROR of no id, or of the id
 // of the consumer's only call there, ends the stream and every call
-// pending on it; so does one of an id the consumer has no call of there,
-// while the model has ended none of its calls there by their ids, and
-// one of any id on a stream the consumer has no call open on (one only
-// the model wrote on, or one the router, as its runtime, forgot: see
-// below). The
+// pending on it; so does one of any id on a stream the consumer has no
+// call open on (one only the model wrote on, or one the router, as its
+// runtime, forgot: see below). The
 // consumer's call is open until the model's END of it, as for the
 // runtime: an ERROR of its id before that END (the runtime answers one
 // of several calls with both) leaves the stream's other calls as they
@@ -146,10 +144,10 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // runtime: the END of the consumer's last call left ends the stream. The
 // model's second END of such a call, however long ago it ended, ends
 // only the call pending of its id, if any, as the runtime takes it for
-// the end of no other; and once the model ended one of the consumer's
-// calls on a stream by its id, so does its END or ERROR of an id the
-// consumer has no call of there, which the runtime cannot tell from a
-// second END of a call it no longer remembers. The router keeps
+// the end of no other; and so does its END or ERROR of an id the
+// consumer has no call of on a stream where it has one open (the model's
+// answer to a frame of no call it knows), which the runtime cannot tell
+// from a second END of a call it no longer remembers. The router keeps
 // and forgets the streams as its runtime does: every stream with a call
 // of the consumer's open, the first two it opens (and, once one is
 // ended, the next), and, of the streams whose calls the model ended by

@@ -452,7 +452,12 @@ func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
 // freeze notes, for the calls running on the streams that flips reports
 // (which are closed or opened next), whether their stream is closed
 // now, unless it was noted already: their stream was then as it is now
-// when they ran (see durableRouter.ranClosed).
+// when they ran (see durableRouter.ranClosed). The dispatcher's
+// outstanding calls are all the calls the router ran and has not
+// answered: a router holds none back for approval (an approval gate is
+// a tools loop's, see LoopOptions.Approval); one that did would have to
+// note its held calls here too, or they would be judged by their
+// stream as it is when they are answered.
 func (r *durableRouter) freeze(flips func(stream string) bool) {
 	for k, o := range r.d.outstanding {
 		if _, ok := r.ranClosed[o.call]; ok || !flips(k.stream) {

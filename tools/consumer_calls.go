@@ -45,7 +45,9 @@ import (
 // consumer has no call open on: the model's END there ends the stream,
 // whatever its id. lastOpen is the stream the consumer last wrote on,
 // whose frames mostly follow each other, and lastCall the tool-call id
-// noted last there: a frame of the same call changes nothing. inline
+// noted last there: a frame of the same call changes nothing. lastEmit
+// is the stream the router last passed a frame out on, kept: another
+// frame there (the model's text, token after token) opens nothing. inline
 // counts the inline streams; limit is the number of the others past
 // which they are pruned, zero until they first are. durable is set for
 // a durable router. The zero value is ready.
@@ -56,6 +58,7 @@ type consumerCalls struct {
 	limit    int
 	lastOpen string
 	lastCall string
+	lastEmit string
 	durable  bool
 }
 
@@ -111,19 +114,28 @@ func (o *consumerCalls) note(f *messages.Frame) {
 // consumer's calls there (see ended). A frame the router keeps in
 // opens nothing.
 func (o *consumerCalls) emitted(f *messages.Frame) {
+	// Another frame on the stream of the last one (the model's text,
+	// token after token), the hot path, changes nothing: it is inlined.
+	if f.StreamId != o.lastEmit || f.Type == messages.FrameType_END {
+		o.emit(f)
+	}
+}
+
+// emit is emitted for a frame that may change the streams kept.
+func (o *consumerCalls) emit(f *messages.Frame) {
 	stream, t := f.GetStreamId(), f.GetType()
 	switch {
 	case stream == "":
 	case t == messages.FrameType_END:
 		o.ended(stream, f.GetToolCallId())
 	case t != messages.FrameType_META:
-		if _, ok := o.open[stream]; ok {
-			return
+		if _, ok := o.open[stream]; !ok {
+			var st openStream
+			o.add(stream, &st)
+			o.open[stream] = st
+			o.pruneIfFull()
 		}
-		var st openStream
-		o.add(stream, &st)
-		o.open[stream] = st
-		o.pruneIfFull()
+		o.lastEmit = stream
 	}
 }
 
@@ -194,6 +206,9 @@ func (o *consumerCalls) ended(stream, call string) {
 	if st.inline {
 		o.inline--
 	}
+	if o.lastEmit == stream {
+		o.lastEmit = ""
+	}
 	delete(o.open, stream)
 }
 
@@ -223,6 +238,9 @@ func (o *consumerCalls) prune() {
 	o.limit = len(o.open) - o.inline + openQuiet/4
 	if _, ok := o.open[o.lastOpen]; !ok {
 		o.lastOpen = ""
+	}
+	if _, ok := o.open[o.lastEmit]; !ok {
+		o.lastEmit = ""
 	}
 }
 

@@ -149,6 +149,10 @@ func TestConsumerCalls_ModelOpenedStreams(t *testing.T) {
 	if _, ok := o.open["m"]; ok {
 		t.Fatal("the model's END of m's sole call left the stream")
 	}
+	o.emitted(messages.Text("m", "again"))
+	if _, ok := o.open["m"]; !ok {
+		t.Fatal("the model's TEXT on m, after its END, did not open it again")
+	}
 }
 
 // TestConsumerCalls_RestOfAnEndedCallOpensNothing: after the model's END

@@ -60,6 +60,10 @@ type consumerCalls struct {
 	lastCall string
 	lastEmit string
 	durable  bool
+	// closedBy are the latest streams the model's END of a call closed
+	// (see closing), the next replaced at closings%closedByMax.
+	closedBy [closedByMax]streamCall
+	closings int
 }
 
 // openInline is how many streams consumerCalls keeps inline, never
@@ -172,14 +176,32 @@ func (o *consumerCalls) has(stream string) bool {
 
 // endsAlone reports whether the model's END or ERROR of tool-call id call
 // on stream ends that call alone, the stream going on with the
-// consumer's other calls there (see openStream.end): of the model's calls
-// pending there, it ends only the one of that id (see Assembler.decide).
+// consumer's other calls there (see openStream.end), or ends none of
+// them: of the model's calls pending there, it ends only the one of that
+// id (see Assembler.decide). So is, on a stream not kept, a second END
+// of the call whose END closed it (see closing), which the runtime drops.
 func (o *consumerCalls) endsAlone(stream, call string) bool {
-	if len(o.open) == 0 {
-		return false
+	if st, ok := o.open[stream]; ok {
+		return st.endsAlone(call)
 	}
-	st, ok := o.open[stream]
-	return ok && st.endsAlone(call)
+	return call != "" && o.closings > 0 && slices.Contains(o.closedBy[:], streamCall{stream, call})
+}
+
+// closedByMax is how many of the streams closed by the model's END of a
+// call consumerCalls keeps in mind (see closing), as the runtime does.
+const closedByMax = 16
+
+// streamCall is a tool-call id on a stream.
+type streamCall struct{ stream, call string }
+
+// closing notes that the model's END of call, a tool-call id, closed
+// stream: the runtime drops a second END of that call while the stream
+// is closed, or opened since by a call of another id (see endsAlone and
+// openStream.endsAlone, which takes such an END for the end of none of
+// the stream's calls), of the latest closedByMax streams so closed.
+func (o *consumerCalls) closing(stream, call string) {
+	o.closedBy[o.closings%closedByMax] = streamCall{stream, call}
+	o.closings++
 }
 
 // ended notes the model's END of tool-call id call on stream: it ends
@@ -210,6 +232,9 @@ func (o *consumerCalls) ended(stream, call string) {
 		o.lastEmit = ""
 	}
 	delete(o.open, stream)
+	if call != "" {
+		o.closing(stream, call)
+	}
 }
 
 // prune forgets, of the quiet streams (see openStream.quiet) not inline,

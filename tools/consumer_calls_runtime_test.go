@@ -181,3 +181,31 @@ func TestStreamingRouter_EndOfACallNeverCarriedEndsNothing(t *testing.T) {
 		t.Fatalf("after the END of X, the stream's sole call, the model got %s: want call_m answered as invalid arguments", line(r))
 	}
 }
+
+// TestStreamingRouter_SecondEndOfTheCallThatClosedItsStreamEndsNothing:
+// the model's second END of X, whose END closed stream s (X its sole
+// call), is dropped by the runtime, not passed on: it ends nothing, and
+// the router takes it so too. call_m, which the model started on s
+// after the first END, stays pending and runs with its arguments.
+func TestStreamingRouter_SecondEndOfTheCallThatClosedItsStreamEndsNothing(t *testing.T) {
+	conn, got := startEchoRouter(t, sayModel)
+	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.End("s"), "X")) // the model echoes them
+	streamUntil(t, conn, "s", isEnd)
+	send(t, conn, messages.Meta("s", "start", nil), withCall(messages.Meta("s", "end", nil), "X"))
+	// The first probe's echo follows the model's second END out of the
+	// router; the second probe follows what the router wrote into the
+	// model for that END.
+	for _, probe := range []string{"probe", "probe again"} {
+		send(t, conn, messages.Text("p", probe))
+		streamUntil(t, conn, "p", isText(probe))
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("after the second END of X, the model got %s: want call_m pending", line(r))
+	default:
+	}
+	send(t, conn, messages.Meta("s", "finish", nil))
+	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || r.IsErrorResult() {
+		t.Fatalf("call_m completed: the model got %s, want its result", line(r))
+	}
+}

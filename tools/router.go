@@ -144,7 +144,10 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // runtime: the END of the consumer's last call left ends the stream. The
 // model's second END of such a call, however long ago it ended, ends
 // only the call pending of its id, if any, as the runtime takes it for
-// the end of no other; and so does its END or ERROR of an id the
+// the end of no other; so does its second END of the call whose END
+// closed the stream (of the latest 16 streams so closed), on the stream
+// closed or opened since by a call of another id, which the runtime
+// drops; and so does its END or ERROR of an id the
 // consumer has no call of on a stream where it has one open (the model's
 // answer to a frame of no call it knows), which the runtime cannot tell
 // from a second END of a call it no longer remembers. The router keeps

@@ -14,21 +14,15 @@ import (
 // that opens a stream of its own, on which the consumer wrote no call),
 // and, for one named "end", an END with its tool-call id.
 func sayModel(got chan<- *messages.Frame) actors.Spec {
+	start := startFrames(got)
 	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
 		switch {
-		case f.GetType() == messages.FrameType_TOOL_RESULT:
-			got <- f
 		case f.GetType() == messages.FrameType_META && f.GetName() == "say":
 			emit(messages.Text(f.GetStreamId(), "said"))
 		case f.GetType() == messages.FrameType_META && f.GetName() == "end":
 			emit(withCall(messages.End(f.GetStreamId()), f.GetToolCallId()))
-		case f.GetType() == messages.FrameType_META && f.GetName() == "start":
-			emit(messages.StreamingToolCall(f.GetStreamId(), "call_m", "record"))
-		case f.GetType() == messages.FrameType_META && f.GetName() == "finish":
-			emit(messages.ToolArgChunk(f.GetStreamId(), "call_m", `{"id":"m"}`))
-			emit(messages.ToolComplete(f.GetStreamId(), "call_m"))
 		default:
-			emit(f)
+			start(f, emit)
 		}
 	})
 }
@@ -125,10 +119,7 @@ func TestStreamingRouter_StreamsTheRuntimeKeepsInlineNeverForgotten(t *testing.T
 	if r := endXWithCallM(t, conn, got, "a"); r != nil {
 		t.Fatalf("after the END of X alone (the runtime keeps stream a), the model got %s: want call_m pending", line(r))
 	}
-	send(t, conn, messages.Meta("a", "finish", nil))
-	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || r.IsErrorResult() {
-		t.Fatalf("call_m completed: the model got %s, want its result", line(r))
-	}
+	callMRuns(t, conn, got, "a", "the END of X alone")
 }
 
 // TestStreamingRouter_QuietStreamWithAPendingCallForgottenAsTheRuntimeForgetsIt:
@@ -167,15 +158,7 @@ func TestStreamingRouter_EndOfACallNeverCarriedEndsNothing(t *testing.T) {
 	streamUntil(t, conn, "s", isEnd)
 	send(t, conn, messages.Text("p", "probe"))
 	streamUntil(t, conn, "p", isText("probe"))
-	select {
-	case r := <-got:
-		t.Fatalf("after the END of zz, a call the stream never carried, the model got %s: want call_m pending", line(r))
-	default:
-	}
-	send(t, conn, messages.Meta("s", "finish", nil))
-	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || r.IsErrorResult() {
-		t.Fatalf("call_m completed: the model got %s, want its result", line(r))
-	}
+	callMRuns(t, conn, got, "s", "the END of zz, a call the stream never carried")
 	send(t, conn, messages.Meta("s", "start", nil), withCall(messages.End("s"), "X"))
 	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
 		t.Fatalf("after the END of X, the stream's sole call, the model got %s: want call_m answered as invalid arguments", line(r))
@@ -199,12 +182,20 @@ func TestStreamingRouter_SecondEndOfTheCallThatClosedItsStreamEndsNothing(t *tes
 		send(t, conn, messages.Text("p", probe))
 		streamUntil(t, conn, "p", isText(probe))
 	}
+	callMRuns(t, conn, got, "s", "the second END of X")
+}
+
+// callMRuns checks that call_m, which the model started on stream, is
+// still pending after what happened (the model got no result) and that
+// it runs with its arguments once the model completes it.
+func callMRuns(t *testing.T, conn *actors.Conn, got chan *messages.Frame, stream, happened string) {
+	t.Helper()
 	select {
 	case r := <-got:
-		t.Fatalf("after the second END of X, the model got %s: want call_m pending", line(r))
+		t.Fatalf("after %s, the model got %s: want call_m pending", happened, line(r))
 	default:
 	}
-	send(t, conn, messages.Meta("s", "finish", nil))
+	send(t, conn, messages.Meta(stream, "finish", nil))
 	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || r.IsErrorResult() {
 		t.Fatalf("call_m completed: the model got %s, want its result", line(r))
 	}

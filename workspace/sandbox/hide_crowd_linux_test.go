@@ -107,7 +107,7 @@ func TestMatchesInHostTmpNotCounted(t *testing.T) {
 	for i := range MaxHidden + 1 {
 		fixed = append(fixed, HiddenPath{Path: "/tmp/many/f" + strconv.Itoa(i) + ".pem", Dev: 1, Ino: uint64(i + 1)})
 	}
-	plan, err := planHiding(nil, fixed, nil, ws, nil)
+	plan, err := planHiding(nil, fixed, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatalf("with %d paths to hide in the host's /tmp: %v", len(fixed), err)
 	}

@@ -455,10 +455,13 @@ func (t *LinkTargets) add(found []string) {
 // link make later sandboxes fail for a pattern matching more than
 // [MaxHidden] paths where it leads: a directory there that holds more
 // than 64 of its matches is hidden whole, with one cover (unless it is
-// "/", a system place as above, or holds the workspace); a pattern
-// that still leads through it to more than MaxHidden paths is refused
-// ([ErrTooManyHidden], with [ErrConfig]), the error naming the link
-// and where it leads, for the host to remove it. A FIFO is never
+// "/", a system place as above, or holds the workspace); when what
+// patterns still lead to through such links takes the paths a set-up
+// hides (what Hide resolved to, counting one for each entry of
+// [DefaultHidden] and the surroundings) beyond MaxHidden, one pattern
+// or several together, Hide is refused ([ErrTooManyHidden], with
+// [ErrConfig]), the error naming the link that leads to the most and
+// where it leads, for the host to remove it. A FIFO is never
 // opened, and each directory is listed once per component of a
 // pattern, whatever number of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
@@ -495,6 +498,15 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	var out []HiddenPath
 	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
+	// counted is how many paths kept a set-up counts towards MaxHidden
+	// (see sandboxesOwn); most is the entry whose matches out of the
+	// workspace through a link in it count the most, for the error
+	// should they make too many.
+	counted := 0
+	var most struct {
+		i, n    int
+		h, link string
+	}
 	// The system's places (where the links of /etc lead among them) are
 	// read only once a link in the workspace leads somewhere.
 	system := sync.OnceValue(func() []string { return systemPlaces(ReadableDirs, etcLinked(EtcLinkDirs, ws)) })
@@ -538,6 +550,9 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			if !have[hp] {
 				have[hp] = true
 				out = append(out, hp)
+				if r != "" && (!sandboxesOwn(r) || within(r, ws)) {
+					counted++
+				}
 			}
 			return nil
 		}
@@ -592,25 +607,30 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				note.Path, note.To = dir, to
 			}
 		}
-		gathered := gatherCrowds(led, ws, system())
-		// What is in the sandbox's own /tmp and /dev counts for nothing
-		// (see sandboxesOwn).
-		if counted := len(slices.DeleteFunc(slices.Clone(gathered), sandboxesOwn)); counted > MaxHidden {
-			to, _ := resolveLinks(nil, link, ws, true)
-			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
-				"which leads out of it to %s, to %d paths to hide, more than MaxHidden (%d), in directories none of "+
-				"which holds more than %d of them to be hidden whole; the link may be a command's: remove it from "+
-				"outside the sandboxes (os.Remove removes the link, not what it leads to), or name in Hide what it "+
-				"leads to that is secret", ErrConfig, i, h, ErrTooManyHidden, link, to, counted, MaxHidden, crowd)
-		}
-		for _, r := range gathered {
+		before := counted
+		for _, r := range gatherCrowds(led, ws, system()) {
 			if err := keep(r, r); err != nil {
 				return nil, nil, err
 			}
 		}
+		if n := counted - before; n > most.n {
+			most.i, most.n, most.h, most.link = i, n, h, link
+		}
 		if note.To != "" {
 			notes = append(notes, note)
 		}
+	}
+	// A set-up hides every path kept, and the defaults: the entries led
+	// out of the workspace through links in it may not take that beyond
+	// MaxHidden, one entry or all together, or every set-up fails.
+	if total := counted + len(DefaultHidden) + 1; most.n > 0 && total > MaxHidden {
+		to, _ := resolveLinks(nil, most.link, ws, true)
+		return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
+			"which leads out of it to %s, to %d paths to hide (%d with the rest of Hide and DefaultHidden), more "+
+			"than MaxHidden (%d), in directories none of which holds more than %d of them to be hidden whole; the "+
+			"link may be a command's: remove it from outside the sandboxes (os.Remove removes the link, not what it "+
+			"leads to), or name in Hide what it leads to that is secret", ErrConfig, most.i, most.h, ErrTooManyHidden,
+			most.link, to, most.n, total, MaxHidden, crowd)
 	}
 	return out, notes, nil
 }
@@ -1024,9 +1044,9 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 // whole, with one cover (see [HiddenPath.LedOut] for which directories
 // may be), so that a command's link to a crowded directory (a pattern's
 // directory made a link to one the host reads, /var/lib/dpkg/info say)
-// cannot fail every later set-up; and [ResolveHide] refuses such a
-// pattern that still leads to more than MaxHidden paths, naming the
-// link, which the host removes. No command can mend this, since none runs:
+// cannot fail every later set-up; and [ResolveHide] refuses the
+// patterns that still take through such links what a set-up hides
+// beyond MaxHidden, naming a link, which the host removes. No command can mend this, since none runs:
 // the host must remove matches itself, outside the sandboxes (their
 // names are what the pattern matches beneath the workspace: list them
 // with filepath.Glob and remove each with os.Remove, which removes a

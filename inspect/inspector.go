@@ -279,10 +279,19 @@ type record struct {
 // the runtime), the plain array is taken, wherever it lies: the pad
 // would then only move the records off their lines.
 func newLog() []record {
-	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
-		return p.records[:0]
+	if log, ok := logOf(new(paddedLog)); ok {
+		return log
 	}
 	return new([foldAt]record)[:0]
+}
+
+// logOf returns the log of the padded array p, empty, if its records
+// start on a line.
+func logOf(p *paddedLog) ([]record, bool) {
+	if !lineAligned(unsafe.Pointer(&p.records[0])) {
+		return nil, false
+	}
+	return p.records[:0], true
 }
 
 // paddedLog is a log whose records start on a line (see newLog).

@@ -1,6 +1,10 @@
 package actors
 
-import "github.com/polyweave/polyweave-go/messages"
+import (
+	"slices"
+
+	"github.com/polyweave/polyweave-go/messages"
+)
 
 // closedCalls are the streams whose call an earlier incarnation of a
 // duplex answered for good (the ERROR and END of its end, a refusal while
@@ -59,6 +63,32 @@ type closedCall struct {
 	// is then the frames that carry its id alone (see sharedRest).
 	shared bool
 }
+
+// carried returns others, the other calls of a record that replaces r
+// on its stream (a refused call's: see shell.refuse), with r's calls but
+// call, the replacing record's own: the last carriedMax of them, so
+// that a stream on which call after call is refused keeps a bounded
+// record.
+func (r closedCall) carried(others []string, call string) []string {
+	n := len(others)
+	for i := range len(r.others) + 1 {
+		c := string(r.call)
+		if i < len(r.others) {
+			c = r.others[i]
+		}
+		if c != "" && c != call && !slices.Contains(others, c) {
+			others = append(others, c)
+		}
+	}
+	if over := len(others) - n - carriedMax; over > 0 {
+		others = slices.Delete(others, n, n+over)
+	}
+	return others
+}
+
+// carriedMax is how many calls of the records it replaces a refused
+// call's record keeps (see closedCall.carried).
+const carriedMax = endedMax
 
 // closedMax bounds the streams closedCalls keeps.
 const closedMax = 1024

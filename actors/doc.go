@@ -53,7 +53,9 @@
 //     but META, END, CANCEL, ABORT, TICK, TOOL_RESULT) and carries an
 //     id other than the answered call's (and than those of the
 //     stream's other calls answered with it, or ended by the Logic
-//     before: their rest), but an argument chunk (its
+//     before, and, the answered call a refused one, those of the
+//     calls answered on the stream before it: their rest), but an
+//     argument chunk (its
 //     call's TOOL_CALL came first: a chunk of another id is of a call
 //     interleaved with the answered one on its stream). The other
 //     frames, up to the caller's END and that END included, are the
@@ -102,8 +104,13 @@
 //     which begins that call again, a new one (models number the calls
 //     of each response afresh); and the Logic's second END of an ended
 //     call, however long ago it ended, ends none of the stream's others
-//     (nor, once the Logic has ended calls of a stream by their ids,
-//     does an END with an id the stream never carried). When the failed frame carries the id of one of
+//     (one of those 16 is dropped, not passed on: a consumer that reads
+//     the stream call by call, up to each one's END, would take it for
+//     the next call's; nor does an END with an id the stream never
+//     carried, while it holds a call: the Logic's answer to a frame of
+//     no call the runtime knows, a late chunk say, leaves the stream's
+//     calls open, to be answered once). When the failed frame carries
+//     the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it, what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets

@@ -693,11 +693,17 @@ func (s *shell) input(f *messages.Frame) {
 // earlier incarnation; so it is dropped also when the record of its
 // stream was forgotten (see closedCalls), rather than answered again.
 func (s *shell) late(f *messages.Frame) {
+	// The records of f's stream, which a new call ends: the refused
+	// call's record keeps their calls, so that their rest still in
+	// flight is dropped, not refused as another new call (see refuse).
+	var prev [2]closedCall
+	prev[0], _ = s.closed.get(f.GetStreamId())
+	prev[1], _ = s.answered.get(f.GetStreamId())
 	if s.closed != nil && s.dropClosed(f) {
 		return
 	}
 	if !s.dropAnswered(f) && opensCall(f.GetType()) && !f.IsToolArgChunk() {
-		s.refuse(f)
+		s.refuse(f, prev[:])
 	}
 }
 
@@ -807,14 +813,18 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // tool-call id call, whose caller's input has not ended (see answered):
 // alone among the stream's calls when shared (see closedCall); else with
 // the stream's other calls known by their ids, answered with it or ended
-// by the Logic (see closedCall.others).
-func (s *shell) noteAnswered(stream, call string, shared bool) {
+// by the Logic, and the calls of the records of the stream it replaces,
+// prev (see closedCall.others).
+func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCall) {
 	if s.answered == nil {
 		s.answered = &closedCalls{}
 	}
 	rec := closedCall{call: answeredCall(call), shared: shared}
 	if !shared {
 		rec.others = s.open.others(stream, call)
+		for _, p := range prev {
+			rec.others = p.carried(rec.others, call)
+		}
 	}
 	s.answered.addRecord(stream, rec)
 }
@@ -823,8 +833,12 @@ func (s *shell) noteAnswered(stream, call string, shared bool) {
 // incarnation ended: the Logic will not run it, so the stream gets ERROR
 // and END, both with f's tool-call id (the refused call's), at once
 // rather than when the duplex has stopped, and only once for the frames
-// of the call (see late). The ERROR has failure kind
-// StoppedKind while the duplex stops; while it restarts it has none, as
+// of the call (see late). The record of the refused call keeps, among
+// its others (see closedCall.others), the calls of prev, the records of
+// the stream that f ended: a frame of theirs that their caller sent
+// before it had their answer, coming after f, is their rest, dropped,
+// not a new call refused (a second answer of theirs). The ERROR has
+// failure kind StoppedKind while the duplex stops; while it restarts it has none, as
 // the ERROR that closed a call open at the restart: the duplex comes
 // back, unless a stop written into it is queued (a restart for a
 // sibling's failure that waits for this duplex's children to stop, then
@@ -833,13 +847,13 @@ func (s *shell) noteAnswered(stream, call string, shared bool) {
 // stopping duplex. Once the duplex has stopped, its subscriber knows (a Conn's or
 // a Mux's Recv returns ErrDuplexStopped, a parent gets ChildStopped) and
 // may be gone: nothing is emitted then.
-func (s *shell) refuse(f *messages.Frame) {
+func (s *shell) refuse(f *messages.Frame, prev []closedCall) {
 	stream := f.GetStreamId()
 	if s.terminated || stream == "" {
 		return
 	}
 	call := f.GetToolCallId()
-	s.noteAnswered(stream, call, false)
+	s.noteAnswered(stream, call, false, prev...)
 	e := messages.Error(stream, stoppingText)
 	e.ToolCallId = call
 	if s.restarting && s.mb.stops.Load() == 0 {
@@ -1087,10 +1101,13 @@ func (o *openStreams) noteCall(id, call string) {
 				o.anon[i] = true
 				return
 			}
-			if len(o.done[i]) > 0 {
-				o.done[i] = reopened(o.done[i], call)
-			}
 			if prev := o.calls[i]; prev != call {
+				// The call noted is never among the ended (see
+				// endCall): a chunk of it, the hot path, looks no
+				// further.
+				if len(o.done[i]) > 0 {
+					o.done[i] = reopened(o.done[i], call)
+				}
 				if prev != "" {
 					o.multi[i] = o.joined(o.multi[i], prev, call)
 				}
@@ -1107,14 +1124,12 @@ func (o *openStreams) noteCall(id, call string) {
 			st.anon = true
 			o.more[id] = st
 		}
-	case st.call != call || slices.Contains(st.done, call):
+	case st.call != call:
 		st.done = reopened(st.done, call)
-		if st.call != call {
-			if st.call != "" {
-				st.multi = o.joined(st.multi, st.call, call)
-			}
-			st.call = call
+		if st.call != "" {
+			st.multi = o.joined(st.multi, st.call, call)
 		}
+		st.call = call
 		o.more[id] = st
 	}
 }
@@ -1248,17 +1263,17 @@ func (o *openStreams) joined(m []string, prev, call string) []string {
 
 // endCall ends the call of tool-call id call on id, when id carries it
 // among other calls, and reports whether the stream stays open for its
-// other calls: it ended the call, or the call is not the stream's but
-// the Logic ended calls of it by their ids (see endedRest), so that this
-// END is a second END of one of them, which ends nothing: one the
-// stream keeps (see endedCall), or one it no longer keeps, past
-// endedMax. It reports false, leaving the stream as it was, when the
-// stream carries a single call or none of that id and the Logic ended
-// none of its calls by their ids: the END is the stream's. On a stream
-// of which the Logic ended calls, an END with an id the stream never
-// carried is told from a second END of a call it no longer keeps by
-// nothing, and ends nothing either: the stream's calls still open get
-// their answers, from the Logic or from a restart or stop.
+// other calls: it ended the call, or the stream holds calls (see holds)
+// and call is none of them, so that this END ends nothing: a second END
+// of a call the Logic ended (one the stream keeps, see endedCall, or one
+// it no longer keeps, past endedMax), or an END with an id the stream
+// never carried (a Logic's answer to a frame of no call the runtime
+// knows, such as a late argument chunk of a call it ended), which
+// nothing tells from the former. The stream's calls still open get
+// their answers, from the Logic or from a restart, stop or Resume. It
+// reports false, leaving the stream as it was, when the END is the
+// stream's: its one call's, or one of a stream that holds no call (the
+// Logic opened it with its own frames).
 func (o *openStreams) endCall(id, call string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
@@ -1268,7 +1283,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok || o.spent[i] && call != o.calls[i]
+			return ok || call != o.calls[i] && holds(o.calls[i], o.anon[i])
 		}
 	}
 	st, found := o.more[id]
@@ -1281,8 +1296,14 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok || st.spent && call != st.call
+	return ok || call != st.call && holds(st.call, st.anon)
 }
+
+// holds reports whether a stream whose call noted is noted, and that
+// carries a call of no id when anon, holds a call: one the caller's
+// frames opened (a stream the Logic opened with its own frames holds
+// none, and its END with any id is the stream's).
+func holds(noted string, anon bool) bool { return noted != "" || anon }
 
 // ending returns done, the calls of a stream the Logic ended by their
 // ids, with call, the oldest forgotten past endedMax.
@@ -1424,11 +1445,20 @@ func (o *openStreams) all() []string {
 // Emit implements Context. A frame emitted on a stream opens it (the
 // duplex owes it an END), but a META (see opensCall). A frame on a call
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
-// is dropped: the call has its answer.
+// is dropped: the call has its answer. So is the Logic's second END of a
+// call it ended, on a stream still open for others (see endedCall): a
+// consumer that reads such a stream call by call, up to each call's END
+// (Conn.RecvStream), would take it for the END of the next call, whose
+// answer follows it.
 func (s *shell) Emit(f *messages.Frame) {
 	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
+		return
+	}
+	if f.GetType() == messages.FrameType_END && f.GetToolCallId() != "" && s.open.endedCall(f.GetStreamId(), f.GetToolCallId()) {
+		s.Logger().Debug("second END of a call dropped",
+			slog.String("stream", f.GetStreamId()), slog.String("call", f.GetToolCallId()))
 		return
 	}
 	if s.obs != nil && !s.obs.Emitted(f) {

@@ -1,6 +1,9 @@
 package actors
 
-import "testing"
+import (
+	"strconv"
+	"testing"
+)
 
 // chunkStreams opens the streams the argument-chunk benchmarks write
 // into: two inline, the second carrying two calls, and one past the
@@ -67,5 +70,37 @@ func TestOpenStreams_ArgChunkNoAllocation(t *testing.T) {
 	chunk()
 	if n := testing.AllocsPerRun(100, chunk); n != 0 {
 		t.Errorf("argument chunks cost %v allocations, want 0", n)
+	}
+}
+
+// BenchmarkOpenStreams_ArgChunksBesideEnded is BenchmarkOpenStreams_ArgChunks
+// on a stream of which the Logic ended endedMax calls by their ids (a
+// model's stream, kept open by its text, its calls ended one by one):
+// the chunk of the call noted costs what it costs on a stream of no call
+// ended, the ended calls not looked through.
+func BenchmarkOpenStreams_ArgChunksBesideEnded(b *testing.B) {
+	for _, id := range []string{"s", "m"} { // inline, and past the inline room
+		b.Run(id, func(b *testing.B) {
+			var o openStreams
+			if id == "m" {
+				o.openCalls("x0")
+				o.openCalls("x1")
+			}
+			o.openCalls(id, "")
+			for i := range endedMax {
+				c := "call_" + strconv.Itoa(1000+i)
+				o.noteCall(id, c)
+				o.endCall(id, c)
+			}
+			const call = "call_9999"
+			o.noteCall(id, call)
+			b.ReportAllocs()
+			for b.Loop() {
+				if !o.continues(id, call) {
+					b.Fatalf("chunk of %s on %s not held", call, id)
+				}
+				o.noteCall(id, call)
+			}
+		})
 	}
 }

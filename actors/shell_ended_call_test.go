@@ -108,20 +108,21 @@ func stoppedPair(call string) []string {
 
 // TestConn_SecondEndOfAnEndedCallEndsNoOther: a stream carries a call of
 // no id (a TEXT) and a call a, or calls a and b; the Logic ends a by its
-// id twice. The second END ends nothing: the other call is still open,
+// id twice. The second END ends nothing, and is dropped (see
+// TestConn_SecondEndOfACallNotPassedOn): the other call is still open,
 // and the stop answers it. Ending the stream there would leave its
 // caller waiting forever.
 func TestConn_SecondEndOfAnEndedCallEndsNoOther(t *testing.T) {
 	t.Run("beside a call of no id", func(t *testing.T) {
 		got := stopAnswers(t, messages.Text("s", "hi"), messages.ToolCall("s", "a", "twice", nil))
-		want := append([]string{"END/a[]", "END/a[]"}, stoppedPair("")...)
+		want := append([]string{"END/a[]"}, stoppedPair("")...)
 		if !slices.Equal(got, want) {
 			t.Errorf("stream s got %q, want %q (the call of no id answered by the stop)", got, want)
 		}
 	})
 	t.Run("beside a call with an id", func(t *testing.T) {
 		got := stopAnswers(t, messages.StreamingToolCall("s", "b", "hold"), messages.ToolCall("s", "a", "twice", nil))
-		want := append([]string{"END/a[]", "END/a[]"}, stoppedPair("b")...)
+		want := append([]string{"END/a[]"}, stoppedPair("b")...)
 		if !slices.Equal(got, want) {
 			t.Errorf("stream s got %q, want %q (b answered by the stop)", got, want)
 		}
@@ -264,9 +265,10 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 
 // TestOpenStreams_SecondEndPastEndedMax: a second END of a call the
 // Logic ended, past the endedMax a stream keeps, ends none of the calls
-// the stream still holds (one of no id, or one with an id); an END with
-// an id a stream of which the Logic ended no call does not hold ends the
-// stream, as it always did.
+// the stream still holds (one of no id, or one with an id); nor does an
+// END with an id a stream holding calls never carried, the Logic having
+// ended none of them. An END with any id ends a stream that holds no
+// call (one the Logic opened with its own frames).
 func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 	for _, id := range []string{"s", "m"} { // inline, and past the inline room
 		for _, held := range []string{"", "h"} {
@@ -297,20 +299,26 @@ func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 				t.Errorf("stream %s: the END of its last call %s reported as another's", id, held)
 			}
 		}
-		// Never ended a call: an END with an id it does not hold is the
-		// stream's END.
+		// Never ended a call: an END with an id it does not hold ends
+		// nothing either; one of a stream that holds no call (the Logic
+		// opened it) is the stream's END.
 		var o openStreams
 		if id == "m" {
 			o.openCalls("x0")
 			o.openCalls("x1")
 		}
 		o.openCalls(id, "")
-		if o.endCall(id, "c9") {
-			t.Errorf("stream %s of a call of no id: an END with id c9 left it open", id)
+		if !o.endCall(id, "c9") {
+			t.Errorf("stream %s of a call of no id: an END with id c9 ended it", id)
 		}
 		o.openCalls(id, "c1")
+		if !o.endCall(id, "c9") {
+			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 ended it", id)
+		}
+		o.remove(id)
+		o.add(id)
 		if o.endCall(id, "c9") {
-			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 left it open", id)
+			t.Errorf("stream %s the Logic opened: an END with id c9 left it open", id)
 		}
 	}
 }

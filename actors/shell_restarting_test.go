@@ -59,6 +59,13 @@ func (p *restartProbe) OnFailure(Context, error) { p.ending() }
 // incarnation has started.
 func heldRestart(t *testing.T) (mb *mailbox, open func(id string) *MuxStream, restart, release func()) {
 	t.Helper()
+	_, mb, open, restart, release = heldRestartMux(t)
+	return mb, open, restart, release
+}
+
+// heldRestartMux is heldRestart, with the Mux of d.
+func heldRestartMux(t *testing.T) (d *Mux, mb *mailbox, open func(id string) *MuxStream, restart, release func()) {
+	t.Helper()
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	rt := closedRuntime(t, &RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{Kind: supervisor.AllForOne})})
@@ -99,7 +106,7 @@ func heldRestart(t *testing.T) (mb *mailbox, open func(id string) *MuxStream, re
 		releaseChild()
 		<-probe.mb
 	}
-	return mb, open, restart, release
+	return d, mb, open, restart, release
 }
 
 // TestMux_NewStreamOnRestartingDuplex: a duplex restarted without

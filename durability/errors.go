@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"unicode/utf8"
+
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // ErrClosed is the cause of the *StoreError returned by every Store method
@@ -119,27 +120,17 @@ type StoreError struct {
 	Err  error  // the cause; never nil in errors built by this module
 }
 
-// Error implements error. It quotes the actor name whole up to
-// quotedName bytes; a longer name (a store may take names of 32 KiB) is
-// quoted in part, cut on a rune's boundary and followed by a marker that
-// says it was clipped and the name's whole length.
+// Error implements error. It quotes the actor name whole up to 256
+// bytes, with control bytes and invalid UTF-8 escaped; a longer name (a
+// store may take names of 32 KiB) is quoted in part, cut on a rune's
+// boundary and followed by a marker that says it was clipped and the
+// name's whole length.
 func (e *StoreError) Error() string {
-	switch {
-	case e.Name == "":
+	if e.Name == "" {
 		return fmt.Sprintf("durability: %s: %v", e.Op, e.Err)
-	case len(e.Name) > quotedName:
-		keep := quotedName
-		for keep > 0 && !utf8.RuneStart(e.Name[keep]) {
-			keep--
-		}
-		return fmt.Sprintf("durability: %s %q…(actor name of %d bytes, clipped): %v", e.Op, e.Name[:keep], len(e.Name), e.Err)
 	}
-	return fmt.Sprintf("durability: %s %q: %v", e.Op, e.Name, e.Err)
+	return fmt.Sprintf("durability: %s %s: %v", e.Op, quote.Name(e.Name, "actor name"), e.Err)
 }
-
-// quotedName is the length in bytes of the longest actor name a
-// [StoreError]'s message quotes whole.
-const quotedName = 256
 
 // Unwrap returns the cause.
 func (e *StoreError) Unwrap() error { return e.Err }

@@ -486,3 +486,14 @@ func TestProvider_PlainStoreErrorsNameTheActor(t *testing.T) {
 		t.Errorf("a batch at index -1 raised %v, want Op %q", se, durability.OpPersistEvents)
 	}
 }
+
+// TestStoreError_QuotesNamesThatStartNoRune: a long name of bytes that
+// start no rune (invalid UTF-8) is still quoted in part, its bytes
+// escaped, not as an empty string.
+func TestStoreError_QuotesNamesThatStartNoRune(t *testing.T) {
+	name := strings.Repeat("\x80", 512)
+	got := (&durability.StoreError{Op: "get events", Name: name, Err: errors.New("refused")}).Error()
+	if !strings.HasPrefix(got, `durability: get events "\x80\x80`) || len(got) > 4*256+100 || !utf8.ValidString(got) {
+		t.Errorf("a name of 512 bytes 0x80: %d-byte message %.200q…, want part of it quoted, escaped", len(got), got)
+	}
+}

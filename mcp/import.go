@@ -54,13 +54,16 @@ type ImportOptions struct {
 	// servers say why they fail); nil discards it.
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
-	// when set, is sent as Authorization: Bearer on every request. Errors
-	// and log lines name the server by its URL with the password of its
-	// user info and the values of its query (where a server may take a
-	// token) cut out, and show neither these, nor the bearer token, nor
-	// the password of the proxy the requests go through, where the SDK's
-	// errors or the answers of the server or proxy quote them; a URL that
-	// does not parse is refused without being shown.
+	// when set, is sent as Authorization: Bearer on every request to the
+	// URL's scheme, host and port (not where a server redirects). Errors
+	// and log lines name the server by its URL with its user info (the
+	// user name may be a token too: https://TOKEN@host/) and the values
+	// of its query (where a server may take a token) cut out, its host
+	// kept, and show neither these (those of 8 bytes or more), nor the
+	// basic auth the HTTP client makes of the user info, nor the bearer
+	// token, nor the user info of the proxy the requests go through,
+	// where the SDK's errors or the answers of the server or proxy quote
+	// them; a URL that does not parse is refused without being shown.
 	URL         string
 	BearerToken string
 	// Prefix is put before each tool's name (for example "fs_"), so that
@@ -139,6 +142,8 @@ type Imported struct {
 	link  *link
 	conn  *actors.Conn
 	http  *http.Transport // for a URL: closed with the import
+	// endpoint is the URL parsed, or nil for a command.
+	endpoint *url.URL
 
 	mu     sync.Mutex
 	tools  []*tools.Tool
@@ -291,6 +296,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 		if h := opts.hooks; h != nil && h.proxy != nil {
 			im.http.Proxy = http.ProxyURL(h.proxy)
 		}
+		im.endpoint = endpoint
 		im.scrub = urlScrubber(endpoint, opts.BearerToken, im.http.Proxy)
 	}
 	child := actors.Spec{New: func() actors.Logic { return &connection{im: im} }}
@@ -463,24 +469,29 @@ const minCredential = 8
 // urlScrubber returns the replacer that cuts the credentials of u, and
 // token, out of an error's text: u's query string, as http.Client's
 // errors quote the URL (the password already cut out), and u's user
-// info, then the password, each value of the query (as written, and
-// unescaped) and token on their own, where the server quoted them, and
-// the password of the URL of u's proxy (per proxy, when not nil), plain
-// and as the basic auth the transport sends the proxy in the CONNECT of
-// an https URL, where a proxy refusing it may quote it (its reason is
-// then the transport's error).
+// info (as written, as http.Client writes it, its password cut out, and
+// as url.URL.Redacted does), then the user name (which may be a token:
+// https://TOKEN@host/), the password and the basic auth the HTTP client
+// makes of them, each value of the query (as written, and unescaped) and
+// token on their own, where the server quoted them, and the user info
+// of the URL of u's proxy (per proxy, when not nil): the user name, the
+// password, and the basic auth the transport sends the proxy in the
+// CONNECT of an https URL, where a proxy refusing it may quote it (its
+// reason is then the transport's error).
 func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, error)) *strings.Replacer {
 	var pairs []string
 	if u.RawQuery != "" {
 		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
 	}
-	if password, ok := u.User.Password(); ok && password != "" {
-		pairs = append(pairs, u.User.String()+"@", url.UserPassword(u.User.Username(), "xxxxx").String()+"@")
+	if u.User != nil {
+		shown := redactUser(u.User).String() + "@"
+		pairs = append(pairs, u.User.String()+"@", shown)
+		if _, ok := u.User.Password(); ok {
+			name := url.User(u.User.Username()).String()
+			pairs = append(pairs, name+":***@", shown, name+":xxxxx@", shown)
+		}
 	}
-	secrets := []string{token}
-	if password, ok := u.User.Password(); ok {
-		secrets = append(secrets, password)
-	}
+	secrets := append([]string{token}, userSecrets(u.User)...)
 	for pair := range strings.SplitSeq(u.RawQuery, "&") {
 		_, value, _ := strings.Cut(pair, "=")
 		secrets = append(secrets, value)
@@ -490,9 +501,7 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 	}
 	if proxy != nil {
 		if p, err := proxy(&http.Request{URL: u, Header: http.Header{}}); err == nil && p != nil {
-			if password, ok := p.User.Password(); ok {
-				secrets = append(secrets, password, base64.StdEncoding.EncodeToString([]byte(p.User.Username()+":"+password)))
-			}
+			secrets = append(secrets, userSecrets(p.User)...)
 		}
 	}
 	for _, s := range secrets {
@@ -501,6 +510,26 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 		}
 	}
 	return strings.NewReplacer(pairs...)
+}
+
+// userSecrets returns the credentials of the user info u (none when
+// nil), which the HTTP client sends as basic auth, password or not: the
+// user name, the password, and the base64 of that basic auth.
+func userSecrets(u *url.Userinfo) []string {
+	if u == nil {
+		return nil
+	}
+	password, _ := u.Password()
+	return []string{u.Username(), password, base64.StdEncoding.EncodeToString([]byte(u.Username() + ":" + password))}
+}
+
+// redactUser returns u with its user name, and its password if it has
+// one, replaced by "xxxxx".
+func redactUser(u *url.Userinfo) *url.Userinfo {
+	if _, ok := u.Password(); ok {
+		return url.UserPassword("xxxxx", "xxxxx")
+	}
+	return url.User("xxxxx")
 }
 
 // redact returns err with the credentials of the import's URL and its
@@ -526,16 +555,19 @@ type redactedError struct {
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
 
-// redactURL writes u for an error text with the password of its user
-// info and the value of each query parameter (where a server may take a
-// token) replaced by "xxxxx", as url.URL.Redacted does the password.
+// redactURL writes u for an error text with its user info (the user
+// name may be a token: https://TOKEN@host/) and the value of each query
+// parameter (where a server may take a token) replaced by "xxxxx", as
+// url.URL.Redacted does the password; the host is kept.
 func redactURL(u *url.URL) string {
-	if u.RawQuery != "" {
-		r := *u
+	r := *u
+	if r.RawQuery != "" {
 		r.RawQuery = redactQuery(r.RawQuery)
-		u = &r
 	}
-	return u.Redacted()
+	if r.User != nil {
+		r.User = redactUser(r.User)
+	}
+	return r.String()
 }
 
 // redactQuery returns the raw query q with each value replaced by
@@ -1199,10 +1231,10 @@ func (im *Imported) connect(job context.Context) connected {
 	} else {
 		var rt http.RoundTripper = im.http
 		if im.opts.BearerToken != "" {
-			rt = bearer{token: im.opts.BearerToken, next: im.http}
+			rt = bearer{token: im.opts.BearerToken, to: im.endpoint, next: im.http}
 		}
 		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
-		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt}}
+		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: keepDelete}}
 	}
 	changes := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
@@ -1371,7 +1403,9 @@ const sessionEndTimeout = 2 * time.Second
 // answer and says nothing), but for 405 Method Not Allowed, with which a
 // server that does not let clients end sessions answers (MCP transports,
 // session management), and 404 Not Found, with which it answers for a
-// session it no longer knows, one it ended already.
+// session it no longer knows, one it ended already. A redirect did not
+// end the session either, and is reported: it is not followed
+// (keepDelete).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1396,6 +1430,11 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 			why = context.Cause(ctx)
 		}
 		e.im.sessionNotEnded("MCP server not told the session ended", fmt.Errorf("the server was not told the session ended: %w", why))
+	case res.StatusCode >= 300 && res.StatusCode < 400:
+		// Nor its Location, which the server writes as it likes, and
+		// which may carry a token.
+		e.im.sessionNotEnded("MCP server did not end the session", fmt.Errorf("the server did not end the session: it answered the DELETE with HTTP %d %s, a redirect, which is not followed",
+			res.StatusCode, http.StatusText(res.StatusCode)))
 	case res.StatusCode >= 400 && res.StatusCode != http.StatusMethodNotAllowed && res.StatusCode != http.StatusNotFound:
 		// The status's own text, not the server's reason, which it writes
 		// as it likes. (The URL is the import's, which the error names.)
@@ -1405,10 +1444,28 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, err
 }
 
+// keepDelete is the CheckRedirect of an import's HTTP client: the
+// redirect of a DELETE, which ends a session, is not followed (the
+// client returns the redirect, which sessionEnd reports). http.Client
+// would follow 301, 302 and 303 with a GET, whose answer says nothing of
+// the session, and 307 and 308 with a DELETE elsewhere than where the
+// session was opened. Other requests are redirected as http.Client's
+// default policy does.
+func keepDelete(req *http.Request, via []*http.Request) error {
+	if via[0].Method == http.MethodDelete {
+		return http.ErrUseLastResponse
+	}
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects") // http.Client's default
+	}
+	return nil
+}
+
 // sessionNotEnded reports that a session's DELETE did not end it (err
 // says why): once Close was called in the teardown's error, otherwise (a
 // restart, which goes on without it) in the log, as msg.
 func (im *Imported) sessionNotEnded(msg string, err error) {
+	err = im.redact(err) // the transport's error, which may quote what it sent a proxy
 	if im.closing.Err() == nil && im.givenUp.Err() == nil {
 		im.opts.Logger.Warn(msg, "server", im.what(), "err", err)
 		return
@@ -1418,14 +1475,40 @@ func (im *Imported) sessionNotEnded(msg string, err error) {
 	im.endErr = errors.Join(im.endErr, fmt.Errorf("mcp: close import %s: %w", im.what(), err))
 }
 
-// bearer adds an Authorization header to each request.
+// bearer adds an Authorization header to each request to the origin
+// (scheme, host and port) of the URL to: not to a place a server
+// redirects the client to (http.Client follows the redirects of a POST,
+// and this transport, below it, sees each as a request of its own),
+// which may be another server's, or the same host without TLS.
 type bearer struct {
 	token string
+	to    *url.URL
 	next  http.RoundTripper
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !sameOrigin(r.URL, b.to) {
+		return b.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (the scheme's default when none is written).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		switch strings.ToLower(u.Scheme) {
+		case "http":
+			return "80"
+		case "https":
+			return "443"
+		}
+		return ""
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }

@@ -54,6 +54,23 @@ func newSessionServer(t *testing.T, silent string, del http.HandlerFunc) (*sessi
 	return ss, srv.URL
 }
 
+// importAndClose imports the server at url (ss's, with user info or a
+// query maybe), closes the import, checks that the DELETE of its session
+// was sent by then, and returns Close's error.
+func (ss *sessionServer) importAndClose(t *testing.T, url string) error {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = im.Close(context.Background())
+	if !ss.wasDeleted("s1") {
+		t.Fatal("Close returned before the session's DELETE was sent")
+	}
+	return err
+}
+
 func (ss *sessionServer) wasDeleted(session string) bool {
 	ss.mu.Lock()
 	defer ss.mu.Unlock()
@@ -184,7 +201,7 @@ func TestImport_RestartLogsADeleteThatFailed(t *testing.T) {
 // TestImport_CloseReportsTheStatusOfTheDelete: a server that answers the
 // DELETE ending its session with an error status did not end it, and
 // Close says so, with the status and the URL of the import (where the
-// DELETE went), the password of its user info and the values of its
+// DELETE went), its user info and the values of its
 // query (where a token may be) cut out. A server that does not allow DELETE (405, as MCP's
 // transport lets it answer) or no longer knows the session (404, as it
 // answers for one it ended) holds no session: Close has nothing to say.
@@ -202,22 +219,14 @@ func TestImport_CloseReportsTheStatusOfTheDelete(t *testing.T) {
 		t.Run(http.StatusText(c.status), func(t *testing.T) {
 			ss, base := newSessionServer(t, "", func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(c.status) })
 			url := strings.Replace(base, "://", "://me:"+password+"@", 1) + "/mcp?token=" + token + "&v=1&" + token
-			rt := actorstest.NewRuntime(t, nil)
-			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: url, KeepAlive: -1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = im.Close(context.Background())
-			if !ss.wasDeleted("s1") {
-				t.Fatal("Close returned before the session's DELETE was sent")
-			}
+			err := ss.importAndClose(t, url)
 			if c.want == "" {
 				if err != nil {
 					t.Fatalf("Close: %v; want no error", err)
 				}
 				return
 			}
-			redacted := strings.Replace(base, "://", "://me:xxxxx@", 1) + "/mcp?token=xxxxx&v=xxxxx&xxxxx"
+			redacted := strings.Replace(base, "://", "://xxxxx:xxxxx@", 1) + "/mcp?token=xxxxx&v=xxxxx&xxxxx"
 			if err == nil || !strings.Contains(err.Error(), "mcp: close import "+redacted+": the server did not end the session: it answered the DELETE with "+c.want) {
 				t.Fatalf("Close: %v; want it to say the server did not end the session, with the status and the URL of the DELETE", err)
 			}

@@ -100,20 +100,13 @@ func TestImport_ErrorOfACallShowsNoCredentials(t *testing.T) {
 			_ = conn.Close() // no answer: the client's POST fails
 		}, "token=xxxxx"},
 		{"quoted", func(w http.ResponseWriter, r *http.Request, id json.RawMessage) {
-			msg, _ := json.Marshal(fmt.Sprintf("refused %s with token %s from %s", r.Header.Get("Authorization"), r.URL.Query().Get("token"), urlPassword))
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, msg)
+			writeRPCError(w, id, fmt.Sprintf("refused %s with token %s from %s", r.Header.Get("Authorization"), r.URL.Query().Get("token"), urlPassword))
 		}, "refused Bearer xxxxx with token xxxxx from xxxxx"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, body []byte) {
-				var req struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				_ = json.Unmarshal(body, &req)
-				if req.Method == "tools/call" {
-					c.call(w, r, req.ID)
+				if id, method := rpcOf(body); method == "tools/call" {
+					c.call(w, r, id)
 					return
 				}
 				writeBound(w, body)
@@ -174,4 +167,90 @@ func TestImport_ErrorOfARefusingProxyShowsNoCredentials(t *testing.T) {
 	if strings.Contains(err.Error(), proxyPassword) || strings.Contains(err.Error(), basic) {
 		t.Errorf("Import: %v; shows the proxy's credential", err)
 	}
+}
+
+// TestImport_URLsUserNameIsNotShown: a token may be given as the user
+// name of the URL (https://TOKEN@host/, or TOKEN:x-oauth-basic), which
+// the HTTP client sends as basic auth. Neither the token nor that basic
+// auth shows in the error of an Import whose server is not reached (which
+// names the URL, its host whole), of a call the server refuses quoting
+// the Authorization header it got, or of a Close whose DELETE the server
+// refuses (which names the URL too).
+func TestImport_URLsUserNameIsNotShown(t *testing.T) {
+	const token = "user-token-2718281828"
+	for _, user := range []string{token, token + ":x-oauth-basic"} {
+		t.Run(user, func(t *testing.T) {
+			basic := base64.StdEncoding.EncodeToString([]byte(user))
+			if !strings.Contains(user, ":") {
+				basic = base64.StdEncoding.EncodeToString([]byte(user + ":"))
+			}
+			check := func(what, text string) {
+				t.Helper()
+				if strings.Contains(text, token) || strings.Contains(text, basic) {
+					t.Errorf("%s shows the URL's user name or its basic auth: %s", what, text)
+				}
+			}
+			withUser := func(base string) string { return strings.Replace(base, "://", "://"+user+"@", 1) + "/mcp" }
+
+			gone := httptest.NewServer(http.NotFoundHandler())
+			host := strings.TrimPrefix(gone.URL, "http://")
+			gone.Close() // nothing listens there now
+			rt := actorstest.NewRuntime(t, nil)
+			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: withUser(gone.URL), KeepAlive: -1})
+			if im != nil || err == nil {
+				t.Fatalf("Import: %v, %v; want an error", im, err)
+			}
+			if !strings.Contains(err.Error(), "@"+host+"/mcp") {
+				t.Errorf("Import: %v; want it to name the server", err)
+			}
+			check("Import's error", err.Error())
+
+			srv := postServer(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
+				func(w http.ResponseWriter, r *http.Request, body []byte) {
+					switch id, method := rpcOf(body); method {
+					case "initialize":
+						w.Header().Set("Mcp-Session-Id", "s1")
+					case "tools/call":
+						writeRPCError(w, id, "refused "+r.Header.Get("Authorization"))
+						return
+					}
+					writeBound(w, body)
+				})
+			im, err = mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: withUser(srv.URL), KeepAlive: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := runLoop(t, rt, im.Tools(),
+				scripted.Turn{ToolCalls: []scripted.ToolCall{{ID: "c", Name: "bounded", Arguments: `{"n":1}`}}},
+				scripted.Turn{Text: "done"})
+			f := res["c"]
+			if f == nil || !f.IsErrorResult() || !bytes.Contains(f.GetPayload(), []byte("refused Basic ")) {
+				t.Fatalf("call: %v; want an error result quoting the server", f)
+			}
+			check("the call's error", string(f.GetPayload()))
+			err = im.Close(context.Background())
+			if err == nil || !strings.Contains(err.Error(), "@"+strings.TrimPrefix(srv.URL, "http://")+"/mcp") {
+				t.Fatalf("Close: %v; want the refused DELETE, naming the server", err)
+			}
+			check("Close's error", err.Error())
+		})
+	}
+}
+
+// rpcOf returns the id and method of the JSON-RPC request body.
+func rpcOf(body []byte) (id json.RawMessage, method string) {
+	var req struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	_ = json.Unmarshal(body, &req)
+	return req.ID, req.Method
+}
+
+// writeRPCError answers the JSON-RPC request id with an error saying
+// message.
+func writeRPCError(w http.ResponseWriter, id json.RawMessage, message string) {
+	msg, _ := json.Marshal(message)
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"error":{"code":-32000,"message":%s}}`, id, msg)
 }

@@ -25,11 +25,12 @@ import (
 // on its way, opens nothing (in a durable router, whose runtime notes
 // every frame, it opens that call again).
 //
-// Each stream has the count of such writes (opens) at its last one on
-// another stream than the one before. A stream with a call of the
+// Each stream has the count of the streams noted (opens) when it was
+// noted, as the runtime orders the streams it keeps by when they were
+// opened, however lately written on. A stream with a call of the
 // consumer's open is kept until the model ends it, as the runtime keeps
 // it; of the quiet ones (see openStream.quiet) without a pending call,
-// only the openQuiet written on last are sure to be kept (see prune): a
+// only the openQuiet opened last are sure to be kept (see prune): a
 // model that ends the consumer's calls by their ids, and never its
 // streams, does not grow it without end. A stream forgotten counts as
 // one the consumer has no call open on: the model's END there ends the
@@ -76,11 +77,11 @@ func (o *consumerCalls) note(f *messages.Frame, p *PendingCalls) {
 		o.open, o.openCap = map[string]openStream{}, openQuiet+openQuiet/4
 	}
 	changed := st.note(call)
-	if stream != o.lastOpen || !ok {
+	if !ok {
 		o.opens++
-		st.at, o.lastOpen, changed = o.opens, stream, true
+		st.at, changed = o.opens, true
 	}
-	o.lastCall = call
+	o.lastOpen, o.lastCall = stream, call
 	if changed {
 		o.open[stream] = st
 	}
@@ -132,10 +133,16 @@ func (o *consumerCalls) ended(stream, call string) {
 }
 
 // prune forgets, of the quiet streams (see openStream.quiet) without a
-// pending call in p, all but the openQuiet the consumer wrote on last:
-// the model ended the consumer's calls there by their ids, never the
-// stream, and has mostly moved on; the runtime keeps no more of them
-// either (the 1024 opened last). A stream with a call of the consumer's
+// pending call in p, all but the openQuiet opened last: the model ended
+// the consumer's calls there by their ids, never the stream, and has
+// mostly moved on; the runtime keeps no more of them either (the 1024
+// opened last). They go in the order the runtime forgets them, by when
+// they were opened, not written on last: a quiet stream the router kept
+// after the runtime forgot it, the consumer's call written there then
+// opens it anew for the runtime, that call alone, while the router, with
+// the calls it noted before, would take the model's END of that call for
+// the end of it alone, and leave the model's calls pending there waiting
+// for an END of the stream that never comes. A stream with a call of the consumer's
 // open (a call of no id included) is never forgotten, as the runtime
 // never forgets it: the model's END of one of several calls there ends
 // it alone however many streams the model leaves open, and the router
@@ -164,7 +171,7 @@ func (o *consumerCalls) prune(p *PendingCalls) {
 // ends nothing, as does, once it ended one, an END of an id the stream
 // does not hold (see endsAlone).
 type openStream struct {
-	at    uint64   // consumerCalls.opens at its last write (see note)
+	at    uint64   // consumerCalls.opens when it was noted (see note)
 	call  string   // the tool-call id noted last of its calls
 	calls []string // its calls known by their ids, when several
 	// done holds the last endedMax calls the model ended by their ids

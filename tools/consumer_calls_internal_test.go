@@ -75,7 +75,7 @@ func quietStream(o *consumerCalls, stream string, p *PendingCalls) {
 }
 
 // TestConsumerCalls_PruneKeepsBusyStreams: past its bound, consumerCalls
-// forgets the quiet streams without a pending call written on longest
+// forgets the quiet streams without a pending call opened longest
 // ago, and keeps every stream with a pending call, and every stream with
 // a call of the consumer's open, as the runtime does: the model's END of
 // one of several calls there still ends it alone.
@@ -99,7 +99,7 @@ func TestConsumerCalls_PruneKeepsBusyStreams(t *testing.T) {
 		t.Error("the quiet stream written on first, without a pending call, was kept")
 	}
 	// Pruned as the stream past the bound came (its call of no id open,
-	// not quiet yet): the openQuiet quiet ones written on last before it,
+	// not quiet yet): the openQuiet quiet ones opened last before it,
 	// it and the one after, the busy one and the open one are kept.
 	if n := len(o.open); n != openQuiet+4 {
 		t.Errorf("%d streams kept, want %d", n, openQuiet+4)

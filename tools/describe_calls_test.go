@@ -99,9 +99,11 @@ func TestTool_DescribeLeavesTheRuntimeTheCall(t *testing.T) {
 	}
 }
 
-// describeThenFailTheCall runs TestTool_DescribeLeavesTheRuntimeTheCall
-// with a DESCRIBE of tool-call id id.
-func describeThenFailTheCall(t *testing.T, id string) {
+// startResumedCall starts the tool "slow", which fails on a META named
+// boom (see failsOnBoom) and is resumed by its supervisor, and has its
+// call c1 on stream s running. stopped is closed once c1's work stops.
+func startResumedCall(t *testing.T) (conn *actors.Conn, stopped chan struct{}) {
+	t.Helper()
 	started, stopped := make(chan struct{}), make(chan struct{})
 	slow := tools.MustNew(tools.Definition{Name: "slow", Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
 		close(started)
@@ -113,12 +115,16 @@ func describeThenFailTheCall(t *testing.T, id string) {
 		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
 	spec := slow.Spec()
 	spec.New = func() actors.Logic { return failsOnBoom{slow.Logic()} }
-	conn, err := rt.Start(spec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn = start(t, rt, spec)
 	send(t, conn, messages.ToolCall("s", "c1", "slow", json.RawMessage(`{}`)))
 	<-started
+	return conn, stopped
+}
+
+// describeThenFailTheCall runs TestTool_DescribeLeavesTheRuntimeTheCall
+// with a DESCRIBE of tool-call id id.
+func describeThenFailTheCall(t *testing.T, id string) {
+	conn, stopped := startResumedCall(t)
 	describe := messages.Describe("s")
 	describe.ToolCallId = id
 	send(t, conn, describe)

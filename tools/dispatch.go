@@ -19,10 +19,14 @@ import (
 type dispatcher struct {
 	// slots finds a tool's slot by name; nil for a few tools, found by
 	// a scan of order (see slot).
-	slots       map[string]*slot
-	order       []*slot
-	byRef       map[string]*slot // the async tools' actors; made by start
-	breaker     BreakerOptions
+	slots   map[string]*slot
+	order   []*slot
+	byRef   map[string]*slot // the async tools' actors; made by start
+	breaker BreakerOptions
+	// outstanding are the calls sent to tool actors and not answered
+	// yet; nil until the first is sent, so that a dispatcher of sync
+	// tools only (answered in the caller's turn) looks up no map's
+	// memory per call.
 	outstanding map[callKey]outstanding
 	// perStream, when set (countStreams), counts the outstanding calls
 	// of each stream; streams with none are not in it.
@@ -52,7 +56,7 @@ type (
 )
 
 func newDispatcher(tools []*Tool, b BreakerOptions, deliver func(c actors.WrapperContext, call, result *messages.Frame)) *dispatcher {
-	d := &dispatcher{breaker: b, outstanding: map[callKey]outstanding{}, deliver: deliver}
+	d := &dispatcher{breaker: b, deliver: deliver}
 	// One allocation for the slots and one for their order: a dispatcher
 	// lives as long as its loop or router, one per session.
 	all := make([]slot, len(tools))
@@ -141,6 +145,9 @@ func (d *dispatcher) run(c actors.WrapperContext, call *messages.Frame) {
 		// Answered in this turn: nothing else can see it outstanding.
 		d.settle(c, s, call, s.tool.callInline(c, call))
 		return
+	}
+	if d.outstanding == nil {
+		d.outstanding = make(map[callKey]outstanding)
 	}
 	d.outstanding[key] = outstanding{call: call, slot: s}
 	if d.perStream != nil {

@@ -31,7 +31,8 @@ func (t *Tool) Spec() actors.Spec {
 // only itself, in the runtime's view too: see package actors). An END of
 // no id ends its stream and every call on it, so a DESCRIBE of no id on
 // the stream of running calls gets its DESCRIPTION at once and its END
-// after the last of those calls' ENDs. It ignores TICK and calls for
+// after the last of those calls' ENDs (each DESCRIBE its own END, as on a
+// stream with no call running). It ignores TICK and calls for
 // other tools. A TOOL_CALL for its name is answered with exactly one TOOL_RESULT
 // followed by an END, both carrying the call's stream id and tool-call id:
 // the handler's result, or an error result (see [FailureKind]) for invalid
@@ -80,9 +81,9 @@ type toolLogic struct {
 	running map[callKey]*runningCall
 	bySeq   map[uint64]callKey
 	inTurn  *runningCall // the sync call running in this turn, if any
-	// held are the streams whose DESCRIBEs of no id wait for their END
-	// until no call runs on them (see describe).
-	held map[string]bool
+	// held counts, per stream, the DESCRIBEs of no id whose ENDs wait
+	// until no call runs there (see describe): each gets its own.
+	held map[string]int
 	// armed is the deadline the one timeout timer is set for; zero when
 	// none is. Every call has the tool's timeout, so a call started later
 	// has a later deadline: it needs no timer of its own while one is
@@ -136,16 +137,19 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 // stream's calls by their ids, then ends the DESCRIBE alone, not a call
 // running on its stream. An END of no id ends the stream and every call
 // on it, so that of a DESCRIBE of no id on a stream with calls running
-// waits for the last of them to end (see finish).
+// waits for the last of them to end (see finish). Each DESCRIBE gets its
+// END, as on a stream with no call running: several DESCRIBEs of no id
+// on a busy stream get as many ENDs, one after the other, once it is
+// free.
 func (l *toolLogic) describe(c actors.Context, m *messages.Frame) {
 	stream, id := m.GetStreamId(), m.GetToolCallId()
 	c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: stream, ToolCallId: id,
 		Name: l.t.def.Name, Payload: l.t.describe})
 	if id == "" && l.runsOn(stream) {
 		if l.held == nil {
-			l.held = map[string]bool{}
+			l.held = map[string]int{}
 		}
-		l.held[stream] = true
+		l.held[stream]++
 		return
 	}
 	c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: stream, ToolCallId: id})
@@ -369,9 +373,12 @@ func (l *toolLogic) finish(c actors.Context, rc *runningCall, result *messages.F
 		rc.cancel()
 	}
 	answer(c, result)
-	if stream := result.GetStreamId(); l.held[stream] && !l.runsOn(stream) {
+	if stream := result.GetStreamId(); l.held[stream] > 0 && !l.runsOn(stream) {
+		n := l.held[stream]
 		delete(l.held, stream)
-		c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: stream})
+		for range n {
+			c.Emit(&messages.Frame{Type: messages.FrameType_END, StreamId: stream})
+		}
 	}
 }
 

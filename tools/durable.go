@@ -176,8 +176,9 @@ const MetaState = "state"
 // until the model ends it, as the runtime does; of those whose calls the
 // model ended by their ids alone (frames of no id still open there: a
 // model that never ends its streams), it remembers those with a pending
-// call, but of the others only the 1024 to 1280 the consumer wrote on
-// last, so they do not grow its memory without end. A restore's calls
+// call, but of the others only the 1024 to 1280 opened last, however
+// lately written on, as the runtime keeps them, so they do not grow its
+// memory without end. A restore's calls
 // on a stream it forgot wait there as on a stream the consumer has no
 // call open on: they are announced when the consumer writes on it
 // again, or ended at the limit; none is lost. As its runtime, which

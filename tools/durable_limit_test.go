@@ -210,7 +210,7 @@ func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
 // its streams, but the consumer's calls there by their ids, leaves open
 // every stream the consumer writes on, quiet (frames of no id beside
 // calls the model ended). The router remembers no more than the 1024 of
-// them written on last, and the streams with a pending call, or with a
+// them opened last, and the streams with a pending call, or with a
 // call of the consumer's open (as the runtime does): a restore frame's
 // call on the first of 1300 quiet streams is kept as on a stream the
 // consumer has no call open on (announced, and never lost, once the

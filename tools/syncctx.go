@@ -32,7 +32,12 @@ type timedContext struct {
 }
 
 func newSyncContext(call *messages.Frame, timeout time.Duration) *syncContext {
-	c := &syncContext{call: call}
+	return new(syncContext).init(call, timeout)
+}
+
+// init sets up c, a zero syncContext, for call and returns it.
+func (c *syncContext) init(call *messages.Frame, timeout time.Duration) *syncContext {
+	c.call = call
 	if timeout > 0 {
 		c.deadline = time.Now().Add(timeout)
 	}
@@ -69,7 +74,7 @@ func (c *syncContext) Err() error {
 	switch {
 	case c.timed != nil:
 		return c.timed.Err()
-	case !time.Now().Before(c.deadline):
+	case time.Until(c.deadline) <= 0: // the monotonic clock alone
 		return context.DeadlineExceeded
 	case c.ended:
 		return context.Canceled
@@ -96,17 +101,20 @@ func (c *syncContext) Value(key any) any {
 }
 
 // end cancels the context once the handler has returned and reports
-// whether its deadline had passed.
+// whether its deadline had passed. It takes the lock once, and reads
+// only the monotonic clock.
 func (c *syncContext) end() (timedOut bool) {
 	if c.deadline.IsZero() {
 		return false
 	}
-	timedOut = c.Err() == context.DeadlineExceeded
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.ended = true
 	if c.timed != nil {
+		timedOut = c.timed.Err() == context.DeadlineExceeded
 		c.timed.cancel()
+	} else {
+		timedOut = time.Until(c.deadline) <= 0
 	}
+	c.ended = true
+	c.mu.Unlock()
 	return timedOut
 }

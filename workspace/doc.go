@@ -30,7 +30,12 @@
 // Writes are atomic: a temporary file in the target's directory is
 // written, synced and renamed over the target, and the directory is
 // synced; missing parents are created inside the root, and a failed write
-// leaves the old content as it was.
+// leaves the old content as it was. The temporary file of a write of a
+// path hidden from commands has a name of its own in each directory
+// (".polyweave-write-~hidden.tmp"), which every sandbox hides there,
+// the file tools refuse and listings leave out: what a crash leaves
+// under it is seen by no command, and is removed by the next such write
+// there or when the workspace is opened again.
 //
 // The messages of read_file and write_file show no host path: not the
 // workspace's own (they name files relative to it), nor where a file

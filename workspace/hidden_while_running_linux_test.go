@@ -265,3 +265,57 @@ func TestHiddenFileWrittenByTheToolsKeepsCommandsRunning(t *testing.T) {
 		})
 	}
 }
+
+// Undo's removal of a hidden file its session made is kept apart from
+// the commands as write_file is: refused (ReasonHiddenInUse) while a
+// command runs, for removing the file takes the cover its sandbox put
+// there with it, and the command could then make a file of its own
+// there, which the host would take for the hidden one. Once the
+// command ended, the removal is done, and when the file was one the
+// sandboxes expected there (it existed as the workspace was opened:
+// the session wrote it before), they expect nothing there from then
+// on: the next command runs.
+func TestHiddenFileRemovedByUndoWhileACommandRuns(t *testing.T) {
+	requireSandbox(t)
+	dir := t.TempDir()
+	key := filepath.Join(dir, "key.env")
+	mustDo(t, os.WriteFile(key, []byte("MADE"), 0o600))
+	ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{key}})
+	mustDo(t, err)
+	defer ws.Close()
+	ready, goOn := filepath.Join(dir, "ready"), filepath.Join(dir, "go")
+	mustDo(t, syscall.Mkfifo(ready, 0o600))
+	mustDo(t, syscall.Mkfifo(goOn, 0o600))
+	done := make(chan RunCommandResult, 1)
+	go func() {
+		res, err := ws.RunCommand(context.Background(), RunCommandInput{
+			Command: "echo r > ready; read x < go; echo PLANTED > key.env 2>&1; echo ran"})
+		if err != nil {
+			res.Error += "; " + err.Error()
+		}
+		done <- res
+	}()
+	waitFIFO(t, ready, done)
+	err = ws.restore(&writeRecord{Path: "key.env"})
+	var re *refusedError
+	if !errors.As(err, &re) || re.reason != ReasonHiddenInUse {
+		t.Errorf("undo's removal of a hidden file while a command runs: %v, want refused for %q", err, ReasonHiddenInUse)
+	}
+	mustDo(t, os.WriteFile(goOn, []byte("\n"), 0))
+	if res := <-done; !res.Sandboxed || !strings.Contains(res.Stdout, "ran") {
+		t.Fatalf("the command did not run as it should: %+v", res)
+	}
+	if got := readFile(t, key); got != "MADE" {
+		t.Errorf("the hidden file after the command: %q, want it as it was (neither removed nor the command's)", got)
+	}
+
+	mustDo(t, ws.restore(&writeRecord{Path: "key.env"}))
+	if _, err := os.Lstat(key); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("undo's removal with no command running: the file is still there (%v)", err)
+	}
+	res, err := ws.RunCommand(context.Background(), RunCommandInput{Command: "echo ran"})
+	mustDo(t, err)
+	if !res.Sandboxed || !strings.Contains(res.Stdout, "ran") {
+		t.Errorf("the command after undo removed the hidden file: %+v, want it run", res)
+	}
+}

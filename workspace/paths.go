@@ -136,6 +136,10 @@ func checkName(name string) (string, *refusal) {
 		if len(part) > maxComponentBytes {
 			return "", refuse(ReasonNameTooLong, fmt.Sprintf("a component has %d bytes, the limit is %d", len(part), maxComponentBytes))
 		}
+		if part == hiddenTempName {
+			return "", refuse(ReasonReserved, strconv.Quote(part)+" is where a write of a path hidden from commands keeps "+
+				"its content until it is renamed into place")
+		}
 	}
 	return filepath.Clean(name), nil
 }

@@ -24,6 +24,6 @@ func (w *Workspace) namesBeneath(string) ([]string, error) { return nil, errNoLo
 
 // replaceBeneath leaves every write to replace's path through the root
 // here: only Linux hides paths from commands (see the Linux version).
-func (w *Workspace) replaceBeneath(string, fs.FileMode, bool, string) (bool, *refusal) {
+func (w *Workspace) replaceBeneath(string, fs.FileMode, bool, string, bool) (bool, *refusal) {
 	return false, nil
 }

@@ -119,6 +119,9 @@ func (w *Workspace) list(d *os.File, name string) (ReadFileResult, error) {
 	total := 0
 	for {
 		batch, err := d.Readdirnames(256)
+		// The temporary file of a write of a path hidden from commands,
+		// left by a crash, is the tools' own: it is not shown.
+		batch = slices.DeleteFunc(batch, func(n string) bool { return n == hiddenTempName })
 		total += len(batch)
 		names = append(names, batch...)
 		if len(names) > 2*limit {

@@ -56,6 +56,7 @@ const (
 	ReasonTooLarge       Reason = "content too large"
 	ReasonRetargeted     Reason = "a symbolic link on the path was changed while it was written"
 	ReasonHiddenInUse    Reason = "the path is hidden from commands and a command is running"
+	ReasonReserved       Reason = "the name is reserved for the file tools' own temporary files"
 	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"

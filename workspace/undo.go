@@ -528,7 +528,11 @@ func oldJournalEvent(data []byte) bool {
 	return e.UndoTo > e.UndoFrom
 }
 
-// append persists e as the session's next event (j.mu held).
+// append persists e as the session's next event (j.mu held). The
+// first event of a session whose key is longer than
+// durability.MaxNameLen is refused (keyFits): some stores would take
+// the key and others not, and the journal could move to none of those.
+// A journal held under such a key already (see load) grows there.
 func (j *Journal) append(ctx context.Context, session string, e journalEvent) error {
 	next, ok := j.next[session]
 	if !ok {
@@ -537,6 +541,11 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 			return err
 		}
 		next = n
+	}
+	if next == 0 {
+		if err := j.keyFits(session); err != nil {
+			return err
+		}
 	}
 	data, err := json.Marshal(e)
 	if err != nil {
@@ -556,10 +565,25 @@ type indexedWrite struct {
 
 // load returns the session's writes not undone, in order, and the index
 // of its next event.
+//
+// A key longer than durability.MaxNameLen is read as any other: some
+// stores hold journals under such keys (boltstore takes them, and an
+// earlier version wrote them), and what they hold is undone as the rest.
+// A store that refuses the key is answered with keyFits' error, which
+// says the lengths; only a write that would make such a key is refused
+// up front (see append).
 func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
-	if err := j.keyFits(session); err != nil {
-		return nil, 0, err
+	writes, next, err := j.loadKey(ctx, session)
+	if errors.Is(err, durability.ErrInvalidName) {
+		if kerr := j.keyFits(session); kerr != nil {
+			return nil, 0, kerr
+		}
 	}
+	return writes, next, err
+}
+
+// loadKey is load, with no word on the key's length.
+func (j *Journal) loadKey(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
 	var writes []indexedWrite
 	var next uint64
 	key := j.key(session)
@@ -630,7 +654,10 @@ type Restored struct {
 // session not undone yet. Before changing anything it checks that each
 // file still holds what the session wrote (content hash): if one was
 // changed since by something else, it restores nothing and returns an
-// error wrapping [ErrChangedSince] naming the file. A write that had
+// error wrapping [ErrChangedSince] naming the file; nor does it while a
+// command runs when a file to restore is a path hidden from commands
+// (see [Options.HidePaths]; the call is refused as write_file's is,
+// ReasonHiddenInUse). A write that had
 // created a file is undone by removing it (directories it created stay).
 // The undone writes are recorded as such, so an undo is not repeated
 // after a restart; an undo interrupted by a crash can be run again.
@@ -688,6 +715,14 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 			state[r.Path] = cur
 		default:
 			return nil, fmt.Errorf("%w: %s (written by call %s)", ErrChangedSince, r.Path, r.CallID)
+		}
+	}
+	// A path hidden from commands is not restored while one runs
+	// (hiddenWrite): the undo is refused before it restores anything,
+	// rather than midway.
+	for _, r := range apply {
+		if rf := j.ws.hiddenInUse(r.Path); rf != nil {
+			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(rf, r.Path))
 		}
 	}
 	var restored []Restored
@@ -762,6 +797,17 @@ func (w *Workspace) restore(r *writeRecord) error {
 		w.hookAfterCheck()
 	}
 	if !r.Existed {
+		// Removed as a write replaces: a path hidden from commands is
+		// not removed while one runs (hiddenWrite), which would take
+		// the cover its sandbox put there with the file and let the
+		// command make one of its own there.
+		end, rf := w.hiddenWrite(name)
+		if rf != nil {
+			return undoRefused(w.explain(r.Path, rf), r.Path)
+		}
+		if end != nil {
+			defer end()
+		}
 		if err := w.root.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}

@@ -434,6 +434,10 @@ type Workspace struct {
 	// again for a command (the one prepared ahead was stale) is given
 	// the command.
 	hookBeforeRun func()
+	// hookCrash, when set by tests, is called by a write once its
+	// temporary file is written and synced; true stops the write there,
+	// failed, as a crash would: the temporary file is left behind.
+	hookCrash func() bool
 	// hookReap, when set by tests, runs before the helper of an ended
 	// sandboxed command is reaped, in the goroutine that reaps it.
 	hookReap func()
@@ -580,6 +584,11 @@ func (w *Workspace) setUpSandbox() error {
 		// Resolved once, here: a sandbox hides what these paths were,
 		// not what commands may make them lead to later.
 		cfg.Resolved, ledToSystem, err = sandbox.ResolveHideNoting(cfg.Hide, w.dir)
+	}
+	if err == nil {
+		var temps []sandbox.HiddenPath
+		temps, err = w.hiddenTemps(cfg.Resolved)
+		cfg.Resolved = append(cfg.Resolved, temps...)
 	}
 	if err != nil {
 		return fmt.Errorf("workspace options: %w", err)

@@ -20,6 +20,24 @@ import (
 // to their target. A crash can leave one behind; nothing else uses it.
 const tempPrefix = ".polyweave-write-"
 
+// hiddenTempName is the name of the temporary file of a write of a path
+// hidden from commands ([Options.HidePaths]), in the target's directory
+// as any write's: a name of its own, one per directory, so that what a
+// crash (or a removal that failed) leaves there, the content of a
+// hidden path, is seen by no one. Every sandbox hides that name in the
+// directory of each path to hide in the workspace, and of each match of
+// a pattern (beneath a hidden directory, it is hidden with the rest);
+// read_file and write_file refuse it as a component of a path
+// (ReasonReserved), and listings leave it out; the next write of a
+// hidden path in that directory removes it before it writes its own,
+// and opening the workspace removes those left in those directories.
+// Writes of hidden paths are one at a time (hiddenWrite), so the one
+// there as such a write begins is left over. A symbolic link a command
+// made to it is followed by read_file as a link to the hidden path
+// itself would be: the file tools read hidden paths, and the file holds
+// what write_file or undo was writing there.
+const hiddenTempName = tempPrefix + "~hidden.tmp"
+
 // WriteFile replaces (or creates) a file in the workspace atomically: the
 // content goes to a temporary file in the target's directory, which is
 // synced and renamed over the target, and the directory is synced. Missing
@@ -39,7 +57,9 @@ const tempPrefix = ".polyweave-write-"
 // though its directory is writable); their permission bits are kept.
 // A path hidden from commands is not written while a sandboxed command
 // runs, which would see it: the write is refused (ReasonHiddenInUse),
-// to be tried again once the command has ended.
+// to be tried again once the command has ended. Its temporary file has
+// a name of its own, hidden from commands too (see hiddenTempName),
+// which write_file and read_file refuse (ReasonReserved).
 //
 // A refused or failed write is a result with Success false, a Reason and
 // an Error naming the path; the Go error is non-nil only when ctx was done
@@ -303,12 +323,15 @@ func (w *Workspace) globBeneath(parts []string) []string {
 
 // writeTarget decides which name a write replaces: name itself, or the
 // target of the symbolic link name. It returns the permission bits to give
-// the new file and whether it replaces an existing one.
+// the new file and whether it replaces an existing one. When paths are
+// hidden from commands, a link to a directory on the way is resolved too
+// (throughLinks): the write is judged, and recorded, by where it lands.
 func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, exists bool, rf *refusal) {
 	fi, err := w.root.Lstat(name)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return name, 0o644, false, nil
+		target, rf = w.throughLinks(name)
+		return target, 0o644, false, rf
 	case err != nil:
 		return "", 0, false, classify(err)
 	case fi.Mode()&fs.ModeSymlink != 0:
@@ -320,7 +343,45 @@ func (w *Workspace) writeTarget(name string) (target string, perm fs.FileMode, e
 	if rf := w.checkWritable(name); rf != nil {
 		return "", 0, false, rf
 	}
-	return name, fi.Mode().Perm(), true, nil
+	if target, rf = w.throughLinks(name); rf != nil {
+		return "", 0, false, rf
+	}
+	return target, fi.Mode().Perm(), true, nil
+}
+
+// throughLinks returns name (not itself a link) with a symbolic link on
+// the way to it resolved: its deepest directory that exists, opened
+// through the root, named as the kernel names it (realName). A write
+// through pub -> sec to pub/key.txt lands in sec/key.txt, which may be
+// a path hidden from commands: it is written as one (hiddenWrite), and
+// what it replaced is recorded as sec/key.txt's, which an undo puts
+// back there, not at pub/key.txt, which a command may have made a file
+// of its own since. Only when paths are hidden: elsewhere a link on the
+// way is followed and its name kept, as before.
+func (w *Workspace) throughLinks(name string) (string, *refusal) {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return name, nil
+	}
+	dir, rest := filepath.Dir(name), filepath.Base(name)
+	if _, ok := w.linkOnTheWay(dir); !ok || dir == "." {
+		return name, nil
+	}
+	for ; dir != "."; dir, rest = filepath.Dir(dir), filepath.Join(filepath.Base(dir), rest) {
+		f, err := w.root.Open(dir)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", w.classifyOpen(dir, err)
+		}
+		real, rf := w.realName(f, dir, true)
+		f.Close()
+		if rf != nil {
+			return "", rf.context("cannot resolve the link on the way")
+		}
+		return filepath.Join(real, rest), nil
+	}
+	return name, nil
 }
 
 // checkWritable refuses to replace the existing file name when the
@@ -374,12 +435,14 @@ func (w *Workspace) linkTarget(name string) (string, fs.FileMode, bool, *refusal
 // it into place, syncing the file and then the directory.
 // On Linux the directory is reached following no link (replaceBeneath).
 func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, content string) *refusal {
-	if end, rf := w.hiddenWrite(target); rf != nil {
+	end, rf := w.hiddenWrite(target)
+	if rf != nil {
 		return rf
 	} else if end != nil {
 		defer end()
 	}
-	if done, rf := w.replaceBeneath(target, perm, exists, content); done {
+	hidden := end != nil
+	if done, rf := w.replaceBeneath(target, perm, exists, content, hidden); done {
 		return rf
 	}
 	dir := filepath.Dir(target)
@@ -388,12 +451,20 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 			return classify(err)
 		}
 	}
-	tmp := filepath.Join(dir, tempPrefix+strconv.FormatUint(rand.Uint64(), 36)+".tmp")
+	tmp := filepath.Join(dir, tempName(hidden))
+	if hidden {
+		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return classifyWrite(err, tmp, target)
+		}
+	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 	if err != nil {
 		return classify(err)
 	}
 	err = writeSynced(f, content, perm, exists)
+	if err == nil && w.hookCrash != nil && w.hookCrash() {
+		return refuse(ReasonIO, "stopped before the rename, as by a crash (a test's)")
+	}
 	if err == nil && w.hookBeforeRename != nil {
 		err = w.hookBeforeRename()
 	}
@@ -415,12 +486,27 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	return nil
 }
 
-// hiddenWrite keeps a write of target (relative to the root, cleaned)
-// that is a path hidden from commands ([Options.HidePaths]: one of
-// them, beneath one, or a match of a pattern) apart from the sandboxed
-// commands: it is refused (ReasonHiddenInUse) while a run_command call
-// is under way, or the processes of a command stopped may still run
-// (reapLater), and holds the next ones off until end is called. A
+// tempName is the name of the temporary file of a write, in its
+// target's directory: hiddenTempName for a path hidden from commands,
+// a random one starting with tempPrefix otherwise.
+func tempName(hidden bool) string {
+	if hidden {
+		return hiddenTempName
+	}
+	return tempPrefix + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+}
+
+// hiddenWrite keeps a write (or undo's removal) of target (relative to
+// the root, cleaned) that is a path hidden from commands
+// ([Options.HidePaths]: one of them, beneath one, or a match of a
+// pattern) apart from the sandboxed commands: it is refused
+// (ReasonHiddenInUse) while a run_command call is under way, or the
+// processes of a command stopped may still run (reapLater), and holds
+// the next ones off until end is called. With commands held off, a
+// link on the way to target is looked for again (linkToHidden): one a
+// command made since the name was checked is refused, and none can be
+// made until end, so that the root, which follows links, takes the
+// write nowhere else where openat2 is not available. A
 // write while a command runs would show the path to it: the rename that
 // puts the new file in place takes the cover its sandbox mounted on the
 // old one with it (the kernel detaches a mount whose mount point is
@@ -439,9 +525,10 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 // name commands see. The new file the write renames over it is the
 // tools' own, and the old one is gone, not moved: when the path held
 // the very file the sandboxes expect there as the write began, end
-// makes them expect the new one (see hiddenIDs), so that the next
-// command runs, with it hidden. A path that held another file already
-// (replaced from outside the tools) is still refused.
+// makes them expect the new one (see hiddenIDs), or nothing there once
+// undo removed it, so that the next command runs, with it hidden. A
+// path that held another file already (replaced from outside the
+// tools) is still refused.
 func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
 		return nil, nil
@@ -452,9 +539,14 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	w.hideMu.Lock()
 	if w.commands > 0 {
 		w.hideMu.Unlock()
-		return nil, refuse(ReasonHiddenInUse, "a command is running (or one stopped is still being torn down), "+
-			"and writing a path hidden from commands now would show it to that command; nothing was written: "+
-			"write it once the command has ended")
+		return nil, refuse(ReasonHiddenInUse, hiddenInUseDetail)
+	}
+	// No command runs until end: a link a command made on the way since
+	// the name was checked is seen now, and none is made afterwards
+	// (the root follows links, where openat2 is not available).
+	if rf := w.linkToHidden(target); rf != nil {
+		w.hideMu.Unlock()
+		return nil, rf
 	}
 	ids := w.hiddenIDsLocked()
 	i := slices.IndexFunc(ids, func(h sandbox.HiddenPath) bool {
@@ -469,13 +561,44 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	return func() {
 		defer w.hideMu.Unlock()
 		after, err := w.entryBeneath(target)
-		if err != nil || after == (entryID{ids[i].Dev, ids[i].Ino}) {
+		if errors.Is(err, fs.ErrNotExist) {
+			after = entryID{} // removed (undo's removal): nothing is expected there
+		} else if err != nil {
+			return
+		}
+		if after == (entryID{ids[i].Dev, ids[i].Ino}) {
 			return
 		}
 		ids = slices.Clone(ids)
 		ids[i].Dev, ids[i].Ino = after.dev, after.ino
 		w.hiddenIDs = ids
 	}, nil
+}
+
+// hiddenInUseDetail says why a write of a path hidden from commands is
+// refused while one runs.
+const hiddenInUseDetail = "a command is running (or one stopped is still being torn down), " +
+	"and writing a path hidden from commands now would show it to that command; nothing was written: " +
+	"write it once the command has ended"
+
+// hiddenInUse refuses (ReasonHiddenInUse), as hiddenWrite would now,
+// a write of target that is a path hidden from commands while one
+// runs: for an undo to refuse before it restores anything. A command
+// may start after it said nil; hiddenWrite then refuses the write
+// itself.
+func (w *Workspace) hiddenInUse(target string) *refusal {
+	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
+		return nil
+	}
+	if hidden, _ := w.hiddenName(target); !hidden {
+		return nil
+	}
+	w.hideMu.Lock()
+	defer w.hideMu.Unlock()
+	if w.commands > 0 {
+		return refuse(ReasonHiddenInUse, hiddenInUseDetail)
+	}
+	return nil
 }
 
 // hiddenIDsLocked is what the sandboxes take the paths to hide to be
@@ -518,4 +641,57 @@ func classifyWrite(err error, tmp, target string) *refusal {
 		return classify(err)
 	}
 	return refuse(ReasonIO, strings.ReplaceAll(err.Error(), tmp, target))
+}
+
+// hiddenTemps returns what the sandboxes hide besides resolved (the
+// paths to hide as [sandbox.ResolveHide] found them): hiddenTempName in
+// the directory of each of them in the workspace, resolved as they are,
+// once what a crash left there is removed (removeLeftTemps).
+func (w *Workspace) hiddenTemps(resolved []sandbox.HiddenPath) ([]sandbox.HiddenPath, error) {
+	var paths []string
+	for _, h := range resolved {
+		if !strings.HasPrefix(h.Path, w.dir+string(filepath.Separator)) {
+			continue // around the workspace, or led out of it
+		}
+		if p := filepath.Join(filepath.Dir(h.Path), hiddenTempName); !slices.Contains(paths, p) {
+			paths = append(paths, p)
+		}
+	}
+	if len(paths) == 0 {
+		return nil, nil
+	}
+	for _, p := range paths {
+		w.removeLeftTemps(p)
+	}
+	temps, _, err := sandbox.ResolveHideNoting(paths, w.dir)
+	return temps, err
+}
+
+// removeLeftTemps removes the temporary files of writes of hidden paths
+// that p (absolute, in the workspace: a path or a pattern whose last
+// component is hiddenTempName) names, which a crash left: regular files
+// reached with no symbolic link on the way. A directory that cannot be
+// listed is passed over; the sandboxes hide what is left.
+func (w *Workspace) removeLeftTemps(p string) {
+	rel, err := filepath.Rel(w.dir, p)
+	if err != nil || !filepath.IsLocal(rel) {
+		return
+	}
+	names := []string{rel}
+	if strings.ContainsAny(rel, "*?[") {
+		names = w.globBeneath(strings.Split(rel, string(filepath.Separator)))
+	}
+	for _, name := range names {
+		if _, link := w.linkOnTheWay(name); link {
+			continue
+		}
+		if fi, err := w.root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if err := w.root.Remove(name); err != nil {
+			w.log.Warn("workspace: remove the temporary file a write of a hidden path left", "path", name, "err", err)
+		} else {
+			w.log.Info("workspace: removed the temporary file a write of a hidden path left (a crash, say)", "path", name)
+		}
+	}
 }

@@ -121,3 +121,108 @@ func assertNoFiles(t *testing.T, dir, what string) {
 		return err
 	}))
 }
+
+// Where openat2 is not available (a kernel before 5.6, a seccomp
+// filter refusing it), a write of a path to hide goes through the root,
+// which follows links within the workspace: a command that swapped a
+// directory on the way for a link to a directory it sees, after the
+// name was checked and before the write held commands off, gets the
+// write (and undo's restore and removal) refused all the same, and
+// nothing lands, or is removed, where the link leads.
+func TestHiddenWrite_ParentSwappedAfterTheCheckWithoutOpenat2(t *testing.T) {
+	fx, in := hidingFixture(t, "cfg/.env")
+	fx.ws.sys.openat2 = func(int, string, *unix.OpenHow) (int, error) { return -1, unix.ENOSYS }
+	t.Cleanup(func() { fx.ws.sys.openat2 = nil })
+	for _, how := range []string{"write_file", "undo's restore", "undo's removal"} {
+		mustDo(t, os.Mkdir(in("pub"), 0o755))
+		mustDo(t, os.Mkdir(in("cfg"), 0o755))
+		mustDo(t, os.WriteFile(in("pub/.env"), []byte("seen\n"), 0o644))
+		fx.ws.hookAfterCheck = func() {
+			mustDo(t, os.RemoveAll(in("cfg")))
+			mustDo(t, os.Symlink("pub", in("cfg")))
+		}
+		var why string
+		switch how {
+		case "write_file":
+			res, err := fx.ws.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: "SECRET\n"})
+			mustDo(t, err)
+			if res.Success || res.Reason != ReasonLinkToHidden {
+				t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: %+v; want refused (%s)", how, res, ReasonLinkToHidden)
+			}
+			why = res.Error
+		default:
+			err := fx.ws.restore(&writeRecord{Path: "cfg/.env", Existed: how == "undo's restore", Perm: 0o600, Prev: []byte("SECRET\n")})
+			if err == nil {
+				t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: done; want refused", how)
+			} else {
+				why = err.Error()
+			}
+		}
+		fx.ws.hookAfterCheck = nil
+		if strings.Contains(why, fx.ws.dir) {
+			t.Errorf("%s: %q names a host path", how, why)
+		}
+		if got := readFile(t, in("pub/.env")); got != "seen\n" {
+			t.Errorf("%s of cfg/.env, cfg swapped for a link to pub after the check: pub/.env is %q, want it untouched", how, got)
+		}
+		ents, err := os.ReadDir(in("pub"))
+		mustDo(t, err)
+		if len(ents) != 1 {
+			t.Errorf("%s: pub holds %d entries, want only .env", how, len(ents))
+		}
+		mustDo(t, os.RemoveAll(in("pub")))
+		mustDo(t, os.Remove(in("cfg")))
+	}
+}
+
+// A write through a symbolic link to a directory on the way (pub ->
+// sec, a command's) lands where the link leads, and is judged by that
+// place: a path hidden from commands there (sec/key.txt) is written as
+// one, refused while a command runs (ReasonHiddenInUse), and what the
+// write replaced is recorded under that place, so that an undo puts
+// the hidden file's content back there, not at the name the link made
+// (a command may later make pub a directory of its own, where it would
+// see what is restored).
+func TestWriteFile_ThroughALinkedFolderIntoAHiddenPath(t *testing.T) {
+	fx, in := hidingFixture(t, "sec/key.txt")
+	mustDo(t, os.Mkdir(in("sec"), 0o755))
+	mustDo(t, os.WriteFile(in("sec/key.txt"), []byte("SECRET"), 0o600))
+	mustDo(t, os.Symlink("sec", in("pub")))
+	ctx := context.Background()
+
+	fx.ws.commandBegins() // as while a command runs
+	res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "pub/key.txt", Content: "known"})
+	fx.ws.commandEnds()
+	mustDo(t, err)
+	if res.Success || res.Reason != ReasonHiddenInUse {
+		t.Errorf("write_file pub/key.txt (pub -> sec, sec/key.txt hidden) while a command runs: %+v; want refused (%s)", res, ReasonHiddenInUse)
+	}
+	if got := readFile(t, in("sec/key.txt")); got != "SECRET" {
+		t.Fatalf("sec/key.txt after the refused write: %q", got)
+	}
+
+	var rec *writeRecord
+	res, err = fx.ws.writeFile(ctx, WriteFileInput{Path: "pub/key.txt", Content: "known"}, func(target string, perm fs.FileMode, exists bool) error {
+		rec = fx.ws.replaced(target, perm, exists)
+		return nil
+	})
+	mustDo(t, err)
+	if !res.Success || readFile(t, in("sec/key.txt")) != "known" {
+		t.Fatalf("write_file pub/key.txt with no command running: %+v", res)
+	}
+	// The command makes pub a directory of its own, with the content it
+	// knows was written, and the write is undone.
+	mustDo(t, os.Remove(in("pub")))
+	mustDo(t, os.Mkdir(in("pub"), 0o755))
+	mustDo(t, os.WriteFile(in("pub/key.txt"), []byte("known"), 0o644))
+	if rec.Path != "sec/key.txt" {
+		t.Errorf("the write of pub/key.txt through pub -> sec is recorded as %q, want sec/key.txt", rec.Path)
+	}
+	_ = fx.ws.restore(rec)
+	if got := readFile(t, in("pub/key.txt")); strings.Contains(got, "SECRET") {
+		t.Errorf("undo put the hidden file's content at pub/key.txt, which commands see")
+	}
+	if got := readFile(t, in("sec/key.txt")); got != "SECRET" {
+		t.Errorf("sec/key.txt after the undo: %q, want what the write replaced", got)
+	}
+}

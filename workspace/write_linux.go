@@ -5,10 +5,8 @@ package workspace
 import (
 	"errors"
 	"io/fs"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -31,7 +29,7 @@ import (
 // to hide (a link on the way to it is followed, as everywhere in the
 // workspace), or when openat2 is not available (a kernel before 5.6, or
 // a seccomp filter refusing it): replace then goes through the root.
-func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool, content string) (done bool, rf *refusal) {
+func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool, content string, hidden bool) (done bool, rf *refusal) {
 	dir, base := filepath.Dir(target), filepath.Base(target)
 	d, err := w.dirBeneath(dir)
 	if errors.Is(err, unix.ENOENT) && dir != "." {
@@ -54,7 +52,13 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 	}
 	defer unix.Close(d)
 
-	tmp := tempPrefix + strconv.FormatUint(rand.Uint64(), 36) + ".tmp"
+	tmp := tempName(hidden)
+	if hidden {
+		// One left by a crash: see hiddenTempName.
+		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
+			return true, classifyWrite(&fs.PathError{Op: "remove", Path: tmp, Err: err}, tmp, target)
+		}
+	}
 	var fd int
 	err = noEINTR(func() (err error) {
 		fd, err = unix.Openat(d, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(perm.Perm()))
@@ -64,6 +68,9 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 		return true, classify(&fs.PathError{Op: "open", Path: target, Err: err})
 	}
 	err = writeSynced(os.NewFile(uintptr(fd), filepath.Join(dir, tmp)), content, perm, exists)
+	if err == nil && w.hookCrash != nil && w.hookCrash() {
+		return true, refuse(ReasonIO, "stopped before the rename, as by a crash (a test's)")
+	}
 	if err == nil && w.hookBeforeRename != nil {
 		err = w.hookBeforeRename()
 	}

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -591,7 +592,7 @@ func (s *Store) load(ctx context.Context, readOnly bool, t *tree) error {
 	if legacy && !readOnly && t != nil && len(t.actors) > 0 {
 		// The upgrade rewrites every actor's records: it cannot leave one out.
 		name := slices.Sorted(maps.Keys(t.actors))[0]
-		return fmt.Errorf("file format %q, whose upgrade rewrites every actor, with the pages of actor %q damaged (%w): open it read-only to read the other actors", version, name, t.actors[name].err)
+		return fmt.Errorf("file format %q, whose upgrade rewrites every actor, with the pages of actor %s damaged (%w): open it read-only to read the other actors", version, quote.Name(name, "actor name"), t.actors[name].err)
 	}
 	if !legacy {
 		if err := s.viewTx("checking the actors", s.checkDirectory); err != nil {

@@ -9,6 +9,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -139,7 +140,9 @@ type actorError struct {
 	err  error
 }
 
-func (e *actorError) Error() string { return fmt.Sprintf("actor %q: %v", e.name, e.err) }
+func (e *actorError) Error() string {
+	return fmt.Sprintf("actor %s: %v", quote.Name(e.name, "actor name"), e.err)
+}
 func (e *actorError) Unwrap() error { return e.err }
 
 // flush applies steps to the buckets in tx, keeping the directory.

@@ -15,6 +15,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // CompactStats says what [Store.Compact] did.
@@ -82,7 +83,7 @@ func (s *Store) Compact(ctx context.Context) (CompactStats, error) {
 			if s.quarantine[name].pages != nil {
 				// Its pages cannot be copied: what is intact of them is
 				// kept by Salvage.
-				return fmt.Errorf("the pages of actor %q are damaged (%w): Salvage it before compacting", name, s.quarantine[name].err)
+				return fmt.Errorf("the pages of actor %s are damaged (%w): Salvage it before compacting", quote.Name(name, "actor name"), s.quarantine[name].err)
 			}
 		}
 		s.compacting = true

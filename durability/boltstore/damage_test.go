@@ -611,3 +611,69 @@ func TestOpen_FreelistDamaged(t *testing.T) {
 		})
 	}
 }
+
+// TestSalvage_LostPutAfterADelete: a put lost in the log counts among the
+// records Salvage drops when it was written after a delete that covers
+// its index (event 3 written again after the snapshot at 5 compacted the
+// events below it), as the same put damaged in its bucket does, and as
+// the other stores count it; a put that a later delete covers does not
+// (event 3 written again before that snapshot: the delete dropped it, not
+// Salvage). Either holds across a reopen before Salvage, which writes the
+// quarantined actor's log again.
+func TestSalvage_LostPutAfterADelete(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		againAt uint64 // event 3 is written again before event againAt
+		dropped int
+	}{
+		{"PutAfterTheDelete", 10, 1},
+		{"DeleteAfterThePut", 5, 0},
+	} {
+		for _, reopen := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/reopen=%t", tc.name, reopen), func(t *testing.T) {
+				path := filepath.Join(t.TempDir(), "store.db")
+				s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ctx := t.Context()
+				for i := range uint64(11) {
+					if i == tc.againAt {
+						if err := s.PersistEvent(ctx, "a", 3, []byte("event 3 again")); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if i == 5 {
+						if err := s.PersistSnapshot(ctx, "a", 5, []byte("state at 5")); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if i < 10 {
+						if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "event %d", i)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				crash(t, s)
+				damageRecord(t, path, "a", durability.RecordEvent, 3, 2, true)
+				if s, err = Open(path, &Options{NoSync: true}); err != nil {
+					t.Fatal(err)
+				}
+				if reopen {
+					if err := s.Close(); err != nil {
+						t.Fatal(err)
+					}
+					if s, err = Open(path, &Options{NoSync: true}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				defer s.Close()
+				got, err := s.Salvage(ctx, "a")
+				want := Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: 5, Dropped: tc.dropped}
+				if err != nil || got != want {
+					t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
+				}
+			})
+		}
+	}
+}

@@ -180,10 +180,17 @@
 // damaged freelist page costs nothing to a read-only Open, and Verify
 // reports it. A writable Open rebuilds it when the tree is intact: it
 // writes a freelist of the pages the walk of the tree did not reach and a
-// meta page naming it, as a commit would. It refuses the file when the
-// freelist lists a page the tree uses (one of them is damaged, and which
-// cannot be told) or when pages of the tree are broken too (the pages
-// only they lead to would be taken for free); the error says so, and
+// meta page naming it, as a commit would. When the freelist lists pages
+// the tree uses, one of the two is damaged, and which cannot be told: if
+// those pages are reached from actors' buckets alone, the damage is
+// theirs either way (a broken pointer of an actor may lead to a page
+// freed since, holding old records of its own), so Open, read-only or
+// not, quarantines those actors as if their pages were broken, and a
+// writable Open rebuilds the freelist from the tree (which keeps their
+// pages); if another part of the file reaches them, a writable Open
+// refuses the file. It refuses it too when pages of the tree are broken
+// as well as the freelist (the pages only they lead to would be taken
+// for free); the error says so, and
 // the polyweave-store command's salvage copies what is intact into a new
 // file. [Verify] and the polyweave-store command (cmd/polyweave-store)
 // report what a damaged file still holds; [SalvageFile] (the command's

@@ -18,6 +18,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // bbolt's on-disk structures that Open checks before bbolt maps the file
@@ -192,21 +193,73 @@ func validateFile(ctx context.Context, f *os.File, path string, metaFallback boo
 	// The records do not depend on the freelist: bbolt reads it only to
 	// hand out pages for writing (not at all for a read-only file).
 	t.freelist, t.freelistConflict = ferr, conflict
-	switch dmg := damagedPages(t); {
-	case conflict:
-		ferr.Reason += "; either the freelist or the tree that uses the page is damaged, and which cannot be told: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)"
-	case dmg != nil:
-		ferr.Reason += fmt.Sprintf("; the records do not depend on it, but a %s is damaged too (%s), so which pages are free cannot be told from the tree: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)", dmg.What, dmg.Reason)
-	default:
+	rebuild := func() {
 		t.rebuild = true
-		ferr.Reason += "; the records do not depend on it: a writable Open rebuilds it from the tree, which is intact"
 		for id := uint64(2); id < m.pgid; id++ {
 			if !t.inUse(id) {
 				t.free = append(t.free, id)
 			}
 		}
 	}
+	switch dmg := damagedPages(t); {
+	case conflict && dmg == nil && t.listedInUse != nil:
+		// Either the freelist or a pointer of the actors that reach the
+		// listed pages is damaged, and which cannot be told; but the
+		// damage is theirs either way (a broken pointer of one of them
+		// leads to a page freed since, whose records may be old ones of
+		// its own). They are quarantined, and a freelist rebuilt from the
+		// tree, which reaches their pages, hands none of them out.
+		names := quarantineListed(f, path, m, t)
+		if names == nil {
+			ferr.Reason += conflictRefused
+			break
+		}
+		rebuild()
+		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined until Salvage (either its pointer or the freelist is damaged, and which cannot be told): a writable Open rebuilds the freelist from the tree", strings.Join(names, ", "))
+	case conflict:
+		ferr.Reason += conflictRefused
+	case dmg != nil:
+		ferr.Reason += fmt.Sprintf("; the records do not depend on it, but a %s is damaged too (%s), so which pages are free cannot be told from the tree: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)", dmg.What, dmg.Reason)
+	default:
+		rebuild()
+		ferr.Reason += "; the records do not depend on it: a writable Open rebuilds it from the tree, which is intact"
+	}
 	return m, t, nil
+}
+
+// conflictRefused ends the Reason of a freelist that lists a page the
+// tree uses, other than an actor's.
+const conflictRefused = "; either the freelist or the tree that uses the page is damaged, and which cannot be told: a writable Open refuses the file (a read-only one reads it; polyweave-store salvage copies what is intact into a new file)"
+
+// quarantineListed puts in t.actors each actor whose bucket reaches a
+// page of t.listedInUse (the pages the freelist lists that the tree
+// uses), with that damage, and returns their quoted names; or nil, and
+// leaves t as it was, if a page is reached from anywhere else.
+func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
+	ps := int64(m.pageSize)
+	found := map[string]*durability.DamageError{}
+	for _, id := range t.listedInUse {
+		o := t.owners[t.pages[id]-1]
+		if !o.actor() {
+			return nil
+		}
+		if found[o.unit] == nil {
+			found[o.unit] = &durability.DamageError{Store: path, What: o.what(), Offset: int64(id) * ps,
+				Reason: fmt.Sprintf("page %d, which the freelist page %d lists as free, is reached from it: either its pointer to the page (which may hold old records of its own) or the freelist is damaged, and which cannot be told; quarantined until Salvage", id, m.freelist)}
+		}
+	}
+	headers := map[string][]byte{}
+	for name := range found {
+		if headers[name] = actorHeader(f, ps, m, name); headers[name] == nil {
+			return nil
+		}
+	}
+	var names []string
+	for _, name := range slices.Sorted(maps.Keys(found)) {
+		t.actors[name] = &actorPages{err: found[name], header: headers[name]}
+		names = append(names, quote.Name(name, "actor name"))
+	}
+	return names
 }
 
 // checkFreelist checks the freelist page m names against the pages the
@@ -256,22 +309,42 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return bad(flOff, "freelist page %d unreadable: %v", m.freelist, err), false
 	}
+	var inUse *durability.DamageError // the first page listed that the tree uses
+	var listed []uint64               // all of them
+	// other returns the damage found after the pages listed in use met
+	// so far: those come first, and are then not all known.
+	other := func(err *durability.DamageError) (*durability.DamageError, bool) {
+		if inUse != nil {
+			return inUse, true
+		}
+		return err, false
+	}
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
 		switch {
 		case id < 2 || id >= m.pgid:
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid), false
+			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid))
 		case t.inUse(id):
 			// bbolt would hand the page out while it is in use: the
-			// next commit would overwrite live data.
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id), true
+			// next commit would overwrite live data. The rest of the
+			// list is checked, for every such page (see
+			// [tree].listedInUse).
+			if inUse == nil {
+				inUse = bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+			}
+			listed = append(listed, id)
+			continue
 		case id >= m.freelist && id <= m.freelist+overflow:
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id), false
+			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id))
 		case t.pages[id] == freePage:
 			// bbolt would hand the page out twice.
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id), false
+			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id))
 		}
 		t.pages[id] = freePage
+	}
+	if inUse != nil {
+		t.listedInUse = listed
+		return inUse, true
 	}
 	return nil, false
 }

@@ -174,8 +174,9 @@ func TestOpen_FreelistBroken(t *testing.T) {
 
 // TestOpen_FreelistBrokenRefused: a writable Open that cannot rebuild a
 // broken freelist safely refuses the file, leaves it as it was and says
-// how to recover: the freelist lists a page the tree uses (either is
-// damaged, and which cannot be told), or the tree has broken pages of its
+// how to recover: the freelist lists a page the tree uses outside the
+// actors' buckets (either is damaged, and which cannot be told, and the
+// damage is not one actor's), or the tree has broken pages of its
 // own (a rebuild would take the pages only they lead to for free). A
 // read-only Open reads it.
 func TestOpen_FreelistBrokenRefused(t *testing.T) {
@@ -235,5 +236,63 @@ func TestOpen_FreelistBrokenUnknownFormat(t *testing.T) {
 	}
 	if after, err := os.ReadFile(path); err != nil || !bytes.Equal(after, before) {
 		t.Errorf("Open of format \"7\" with a broken freelist changed the file (%v)", err)
+	}
+}
+
+// TestOpen_FreelistListsAnActorPage: the freelist lists a page that one
+// actor's bucket reaches, and the page checks from both sides (a broken
+// entry of the freelist, or a broken pointer of the actor that leads to
+// a page freed since). Which of the two is damaged cannot be told, but
+// the damage is the actor's alone either way: Open takes the file, read-
+// only or not, the actor fails with the damage (never serving a page
+// that may be one freed since), the others read back what was written;
+// a writable Open rebuilds the freelist from the tree, which reaches that
+// page, so that no page of the actor is handed out, and Salvage releases
+// the actor with what is intact of it.
+func TestOpen_FreelistListsAnActorPage(t *testing.T) {
+	path, want := pagesFile(t, false)
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, big), int64(m.freelist)*int64(m.pageSize)+pageHeaderSize)
+
+	for _, ro := range []bool{true, false} {
+		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+		if err != nil {
+			t.Fatalf("Open (read-only %t) with the freelist listing a page of one actor: %v", ro, err)
+		}
+		if failed := checkPages(t, s, want, fmt.Sprint("read-only ", ro)); !slices.Equal(failed, []string{"big"}) {
+			t.Errorf("read-only %t: actors failing: %q, want big alone", ro, failed)
+		}
+		_, _, err = readActor(s, "big")
+		if err == nil || !strings.Contains(err.Error(), `page of actor "big"`) || !strings.Contains(err.Error(), "freelist") {
+			t.Errorf("read-only %t: the error does not say where the damage is: %v", ro, err)
+		}
+		if !ro {
+			checkSalvaged(t, s, "big", want["big"], "listed free")
+			if n := len(want["big"].events); n != 300 {
+				t.Errorf("Salvage kept %d events of 300, all of them intact", n)
+			}
+			for i := range uint64(200) { // enough to reuse free pages
+				data := fmt.Appendf(nil, "mid event %03d after the rebuild %s", 1000+i, strings.Repeat("r", 300))
+				if err := s.PersistEvent(t.Context(), "mid", 1000+i, data); err != nil {
+					t.Fatal(err)
+				}
+				want["mid"].events[1000+i] = data
+			}
+			if failed := checkPages(t, s, want, "salvaged"); len(failed) > 0 {
+				t.Errorf("after Salvage: %q fail", failed)
+			}
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	boltCheck(t, path)
+	if r, err := Verify(path, nil); err != nil || !r.Intact() || len(r.SetAside) != 1 {
+		t.Errorf("Verify after Salvage: %v %+v", err, r)
 	}
 }

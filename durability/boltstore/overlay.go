@@ -147,7 +147,7 @@ func (a *pendingActor) then(next *pendingActor) *pendingActor {
 
 // records returns writes that, applied to an empty overlay, give a's
 // overlay: its deletes, then its puts. The records' data alias a's.
-func (a *pendingActor) records(name string) []record {
+func (a *pendingActor) records(name string, lost []record) []record {
 	var out []record
 	for _, l := range []struct {
 		p        *pendingLog
@@ -156,11 +156,42 @@ func (a *pendingActor) records(name string) []record {
 		if l.p.deleted {
 			out = append(out, record{kind: l.del, name: name, index: l.p.deletedThrough})
 		}
+		for _, r := range lost {
+			if r.lostSnapshot == (l.put == putSnapshot) {
+				out = append(out, r)
+			}
+		}
 		for _, e := range l.p.putsIn(0, 0) {
 			out = append(out, record{kind: l.put, name: name, index: e.index, data: e.data, sum: e.sum})
 		}
 	}
 	return out
+}
+
+// log returns a's pending log of snapshots, or of events.
+func (a *pendingActor) log(snapshots bool) *pendingLog {
+	if snapshots {
+		return &a.snapshots
+	}
+	return &a.events
+}
+
+// droppedLost reports whether Salvage drops r, a lostRecord of a's
+// actor, as a record of its own: unless a later write of a replaced it
+// (a put at its index) or deleted it (a delete that covers its index,
+// after it: when it was written after a delete that covers it, the mark
+// has moved since). a may be nil. A later delete that covers it without
+// moving the mark cannot be told from the earlier one (a keeps the
+// mark, not the order), and leaves it counted.
+func (a *pendingActor) droppedLost(r record) bool {
+	if a == nil {
+		return true
+	}
+	l := a.log(r.lostSnapshot)
+	if _, put := l.puts[r.index]; put {
+		return false
+	}
+	return !l.hides(r.index) || r.lostAfter && l.deletedThrough == r.lostMark
 }
 
 // entry is an index with its data (and, from an overlay, its checksum).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -15,10 +16,15 @@ type record struct {
 	compact bool // putSnapshot only: also delete what the snapshot covers
 	// lostSnapshot (lostRecord only): the lost put was a snapshot.
 	lostSnapshot bool
-	name         string
-	index        uint64
-	data         []byte
-	sum          uint32 // durability.Checksum of the record (see recordKind)
+	// lostAfter (lostRecord only, in memory): the lost put was written
+	// after a delete that covers its index, whose mark was then
+	// lostMark (see [pendingActor.droppedLost]).
+	lostAfter bool
+	lostMark  uint64
+	name      string
+	index     uint64
+	data      []byte
+	sum       uint32 // durability.Checksum of the record (see recordKind)
 }
 
 // Record layout (formats 4 and 5): kind (1 byte), flags (1 byte, bit 0 =
@@ -205,7 +211,7 @@ func decodeFramesWith(v []byte, layout recordLayout, fn func(record, error) erro
 			return fmt.Errorf("record %d: %w", i, err)
 		}
 		if err := fn(r, err); err != nil {
-			return fmt.Errorf("record %d (%s %d of %q): %w", i, r.kind.what(), r.index, r.name, err)
+			return fmt.Errorf("record %d (%s %d of %s): %w", i, r.kind.what(), r.index, quote.Name(r.name, "actor name"), err)
 		}
 		v = rest
 	}

@@ -201,11 +201,10 @@ func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendin
 
 // lostDropped counts the records of lost (lostRecord records) that
 // Salvage drops: a put whose data was lost in the log, once per kind and
-// index, unless a later write of pend replaced it or deleted it. Such a
-// record never reached the actor's bucket, but it was written, and it is
-// counted as the other stores count a damaged record they drop. (A lost
-// put at an index a delete of pend covers counts as deleted, also when it
-// was written after that delete: pend keeps the mark, not the order.)
+// index, unless a later write of pend replaced it or deleted it (see
+// [pendingActor.droppedLost]). Such a record never reached the actor's
+// bucket, but it was written, and it is counted as the other stores count
+// a damaged record they drop.
 func lostDropped(pend *pendingActor, lost []record) int {
 	type key struct {
 		snapshot bool
@@ -214,19 +213,9 @@ func lostDropped(pend *pendingActor, lost []record) int {
 	counted := map[key]bool{}
 	for _, r := range lost {
 		k := key{r.lostSnapshot, r.index}
-		if _, ok := counted[k]; ok {
-			continue
+		if _, ok := counted[k]; !ok {
+			counted[k] = pend.droppedLost(r)
 		}
-		replaced := false
-		if pend != nil {
-			l := &pend.events
-			if r.lostSnapshot {
-				l = &pend.snapshots
-			}
-			_, put := l.puts[r.index]
-			replaced = put || l.hides(r.index)
-		}
-		counted[k] = !replaced
 	}
 	n := 0
 	for _, c := range counted {

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -125,7 +126,7 @@ func (s *Store) scanDirectory(tx *bolt.Tx) (directory, error) {
 	var d directory
 	err := tx.Bucket(actorsBucket).ForEach(func(k, v []byte) error {
 		if v != nil {
-			return &durability.DamageError{Store: s.path, What: "actors bucket", Offset: s.fileOffset(v), Reason: fmt.Sprintf("a value under %q where an actor bucket belongs", k)}
+			return &durability.DamageError{Store: s.path, What: "actors bucket", Offset: s.fileOffset(v), Reason: "a value under " + quote.Name(string(k), "key") + " where an actor bucket belongs"}
 		}
 		d.count++
 		d.sum += nameSum(k)

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // pageWalked, when set (by tests), is called by checkTree before it
@@ -50,8 +51,11 @@ type tree struct {
 	// [rebuildFreelist]).
 	freelist         *durability.DamageError
 	freelistConflict bool
-	rebuild          bool
-	free             []uint64
+	// listedInUse lists the pages the freelist lists that the tree
+	// reaches, when those are the freelist's only damage.
+	listedInUse []uint64
+	rebuild     bool
+	free        []uint64
 
 	// top lists the top-level buckets, and format is the format version
 	// the meta bucket holds, so that a writable Open refuses a file that
@@ -137,7 +141,7 @@ func (o owner) what() string {
 	case o.level == 0:
 		return "page of the root bucket"
 	case o.top == string(actorsBucket) && o.level >= 2:
-		return fmt.Sprintf("page of actor %q", o.unit)
+		return "page of actor " + quote.Name(o.unit, "actor name")
 	case o.top == string(actorsBucket):
 		return "page of the actors bucket (which actors it held cannot be told)"
 	case o.top == string(walBucket):
@@ -271,11 +275,12 @@ func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, err
 					// the file that the file has since given to the
 					// other), and which cannot be told: both are
 					// damaged, and read from their pages by Salvage.
-					why := "page %d is reached twice in the tree, from actors %q and %q: one of them points to a page of the other"
+					why := "page %d is reached twice in the tree, from actors %s and %s: one of them points to a page of the other"
+					a, b := quote.Name(first.unit, "actor name"), quote.Name(o.unit, "actor name")
 					if _, ok := shared[first.unit]; !ok {
-						shared[first.unit] = bad(first, off, why, p, first.unit, o.unit)
+						shared[first.unit] = bad(first, off, why, p, a, b)
 					}
-					return bad(o, off, why, p, first.unit, o.unit)
+					return bad(o, off, why, p, a, b)
 				}
 				return &fileWide{err}
 			}
@@ -379,7 +384,7 @@ func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, err
 				// A bucket Salvage set aside is never read, by bbolt or
 				// by this walk: its broken pages may point anywhere,
 				// also to pages the file has since given to others.
-				t.setAside = append(t.setAside, damaged(path, o.what(), off, "the bucket of actor %q, set aside by Salvage as its pages are broken: not read until Compact drops it", key))
+				t.setAside = append(t.setAside, damaged(path, o.what(), off, "the bucket of actor %s, set aside by Salvage as its pages are broken: not read until Compact drops it", quote.Name(string(key), "actor name")))
 				continue
 			}
 			c := t.child(o, key)

@@ -248,11 +248,12 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 	if snapshot {
 		what = durability.RecordSnapshot
 	}
+	lost := record{kind: lostRecord, name: rec.name, index: rec.index, lostSnapshot: snapshot}
 	if a := o.actors[rec.name]; a != nil { // an older write at the index is not the state
-		if snapshot {
-			delete(a.snapshots.puts, rec.index)
-		} else {
-			delete(a.events.puts, rec.index)
+		l := a.log(snapshot)
+		delete(l.puts, rec.index)
+		if l.hides(rec.index) {
+			lost.lostAfter, lost.lostMark = true, l.deletedThrough
 		}
 	}
 	qa := q[rec.name]
@@ -260,7 +261,7 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 		qa = &quarantined{err: durability.Damaged(s.path, what, rec.index, fmt.Sprintf("its write in the log (entry %d) is damaged and lost; the actor is quarantined until Salvage", seq))}
 		q[rec.name] = qa
 	}
-	qa.lost = append(qa.lost, record{kind: lostRecord, name: rec.name, index: rec.index, lostSnapshot: snapshot})
+	qa.lost = append(qa.lost, lost)
 }
 
 // openLogValue checks a log value (v aliases the mapped file) and returns
@@ -406,11 +407,20 @@ func (s *Store) relogValues(except string) (*overlay, [][]byte) {
 	for _, name := range names {
 		a := s.pending(name)
 		// The lost records first: replay drops what the overlay holds at
-		// their indexes, which is older.
-		recs := slices.Clone(s.quarantine[name].lost)
+		// their indexes, which is older. Those written after the delete
+		// that covers them come after it, so that replay tells them
+		// apart from those the delete dropped.
+		var recs, after []record
+		for _, r := range s.quarantine[name].lost {
+			if a != nil && a.log(r.lostSnapshot).hides(r.index) && a.droppedLost(r) {
+				after = append(after, r)
+			} else {
+				recs = append(recs, r)
+			}
+		}
 		if a != nil {
 			o.actors[name] = a
-			recs = append(recs, a.records(name)...)
+			recs = append(recs, a.records(name, after)...)
 		}
 		if len(recs) == 0 {
 			continue

@@ -47,7 +47,9 @@ type Options struct {
 	// as the root above it: https://api.anthropic.com/v1 posts to
 	// https://api.anthropic.com/v1/messages.
 	// The password of its user info (https://user:password@host/, sent
-	// as basic auth) is never repeated by an ERROR frame, as APIKey.
+	// as basic auth) is never repeated by an ERROR frame, as APIKey, nor
+	// is its user name, which may be a token (https://TOKEN@host/) when
+	// it has 8 bytes or more (a shorter one where quoted as a credential).
 	BaseURL string
 	// APIKey is sent with every request (as the SDK sends keys). The adapter never reads the
 	// environment for it: see [APIKeyFromEnv].

@@ -35,7 +35,9 @@ type Options struct {
 	// (vLLM), http://localhost:8080/v1 (llama.cpp server),
 	// http://localhost:1234/v1 (LM Studio). Default: DefaultBaseURL.
 	// The password of its user info (https://user:password@host/, sent
-	// as basic auth) is never repeated by an ERROR frame, as APIKey.
+	// as basic auth) is never repeated by an ERROR frame, as APIKey, nor
+	// is its user name, which may be a token (https://TOKEN@host/) when
+	// it has 8 bytes or more (a shorter one where quoted as a credential).
 	BaseURL string
 	// APIKey is sent as a bearer token; empty sends none (local servers).
 	// The adapter never reads the environment for it: see [APIKeyFromEnv].

@@ -43,7 +43,11 @@ type Options struct {
 	// means no limit.
 	MaxConcurrent int
 	// OnEvent, when set, receives every event, on the goroutine of the
-	// request; it must not block.
+	// request; it must not block. The Error of a retry is the failed
+	// attempt's as the transport below returned it, which may quote a
+	// credential of the request (a proxy refusing a tunnel quotes in its
+	// reason what it was sent): log it with care. (The adapters' META
+	// events have the request's credentials cut out of it.)
 	OnEvent func(Event)
 	// Sleep waits d or until ctx ends (returning ctx's error); default: a
 	// timer. Tests make time an input with it.

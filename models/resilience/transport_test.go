@@ -6,17 +6,14 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/polyweave/polyweave-go/actors"
-	"github.com/polyweave/polyweave-go/internal/leakcheck"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/anthropic"
@@ -55,10 +52,14 @@ func hangUp(t *testing.T, w http.ResponseWriter) {
 // setup runs an Anthropic adapter over a resilient transport against a
 // server answering request n with handle(n, w), and returns a function
 // that sends one request on a stream and returns its frames, the
-// recorded back-off delays and the server's request count.
+// recorded back-off delays and the server's request count. The server is
+// reached over an in-memory network ([modeltest.NewMemRig]): call it
+// inside a testing/synctest bubble, where the bounds of the answer and
+// of the test's reads run on the bubble's clock, so that a loaded
+// machine cannot meet them, and a test stuck for good is reported as
+// such at once rather than when they pass.
 type setup struct {
-	conn   *actors.Conn
-	ctx    context.Context
+	rig    *modeltest.Rig
 	mu     sync.Mutex
 	delays []time.Duration
 	served atomic.Int32
@@ -66,39 +67,29 @@ type setup struct {
 
 func newSetup(t *testing.T, opts resilience.Options, handle func(n int, w http.ResponseWriter)) *setup {
 	t.Helper()
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
 	s := &setup{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		handle(int(s.served.Add(1))-1, w)
-	}))
-	t.Cleanup(srv.Close)
 	opts.Sleep = func(ctx context.Context, d time.Duration) error {
 		s.mu.Lock()
 		s.delays = append(s.delays, d)
 		s.mu.Unlock()
 		return ctx.Err() // time is an input: the wait is recorded, not spent
 	}
-	tr, err := resilience.New(srv.Client().Transport, &opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries}))(t)
-	s.conn, s.ctx = modeltest.Serve(t, m.Spec("model"), 20*time.Second)
+	s.rig = modeltest.NewMemRig(t, func(n int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+		s.served.Add(1)
+		handle(n, w)
+	}, func(url string, client *http.Client) actors.Spec {
+		tr, err := resilience.New(client.Transport, &opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: url, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries}))(t).Spec("model")
+	})
 	return s
 }
 
 func (s *setup) ask(t *testing.T, stream string) (*models.Response, []resilience.Event) {
 	t.Helper()
-	req := &models.Request{StreamID: stream, Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
-	if err := s.conn.SendAll(req.Frames()...); err != nil {
-		t.Fatal(err)
-	}
-	frames, err := s.conn.RecvStream(s.ctx, stream)
-	if err != nil {
-		t.Fatal(err)
-	}
+	frames, r := s.rig.AskFrames(stream, models.Param{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)})
 	var events []resilience.Event
 	for _, f := range frames {
 		if f.GetType() == messages.FrameType_META && f.GetName() == resilience.MetaEvent {
@@ -109,154 +100,160 @@ func (s *setup) ask(t *testing.T, stream string) (*models.Response, []resilience
 			events = append(events, ev)
 		}
 	}
-	r, err := models.ReadResponse(frames)
-	if err != nil {
-		t.Fatal(err)
-	}
 	return r, events
 }
 
 func TestTransport_RetriesRateLimitAndUnavailable(t *testing.T) {
-	s := newSetup(t, resilience.Options{BaseDelay: 100 * time.Millisecond}, func(n int, w http.ResponseWriter) {
-		switch n {
-		case 0:
-			w.Header().Set("Retry-After", "7")
-			anthropictest.WriteError(w, http.StatusTooManyRequests, "rate_limit_error", "slow down")
-		case 1:
-			anthropictest.WriteError(w, http.StatusServiceUnavailable, "overloaded_error", "try later")
-		default:
-			writeSSE(w, answer("made it"))
+	synctest.Test(t, func(t *testing.T) {
+		s := newSetup(t, resilience.Options{BaseDelay: 100 * time.Millisecond}, func(n int, w http.ResponseWriter) {
+			switch n {
+			case 0:
+				w.Header().Set("Retry-After", "7")
+				anthropictest.WriteError(w, http.StatusTooManyRequests, "rate_limit_error", "slow down")
+			case 1:
+				anthropictest.WriteError(w, http.StatusServiceUnavailable, "overloaded_error", "try later")
+			default:
+				writeSSE(w, answer("made it"))
+			}
+		})
+		r, events := s.ask(t, "s1")
+		if r.Failed || r.Text != "made it" {
+			t.Fatalf("answer %+v", r)
+		}
+		if n := s.served.Load(); n != 3 {
+			t.Fatalf("server got %d requests, want 3", n)
+		}
+		if len(s.delays) != 2 || s.delays[0] != 7*time.Second || s.delays[1] < 100*time.Millisecond || s.delays[1] > 200*time.Millisecond {
+			t.Fatalf("waits %v: want Retry-After's 7s, then a jittered back-off in [100ms, 200ms]", s.delays)
+		}
+		if len(events) != 2 || events[0].Kind != "retry" || events[0].Status != 429 || events[0].Delay != 7*time.Second ||
+			events[1].Status != 503 || events[1].Attempt != 2 {
+			t.Fatalf("events on the stream %+v", events)
 		}
 	})
-	r, events := s.ask(t, "s1")
-	if r.Failed || r.Text != "made it" {
-		t.Fatalf("answer %+v", r)
-	}
-	if n := s.served.Load(); n != 3 {
-		t.Fatalf("server got %d requests, want 3", n)
-	}
-	if len(s.delays) != 2 || s.delays[0] != 7*time.Second || s.delays[1] < 100*time.Millisecond || s.delays[1] > 200*time.Millisecond {
-		t.Fatalf("waits %v: want Retry-After's 7s, then a jittered back-off in [100ms, 200ms]", s.delays)
-	}
-	if len(events) != 2 || events[0].Kind != "retry" || events[0].Status != 429 || events[0].Delay != 7*time.Second ||
-		events[1].Status != 503 || events[1].Attempt != 2 {
-		t.Fatalf("events on the stream %+v", events)
-	}
 }
 
 func TestTransport_RetriesResetBeforeFirstByte(t *testing.T) {
-	s := newSetup(t, resilience.Options{}, func(n int, w http.ResponseWriter) {
-		if n == 0 {
-			hangUp(t, w)
-			return
+	synctest.Test(t, func(t *testing.T) {
+		s := newSetup(t, resilience.Options{}, func(n int, w http.ResponseWriter) {
+			if n == 0 {
+				hangUp(t, w)
+				return
+			}
+			writeSSE(w, answer("after a reset"))
+		})
+		r, events := s.ask(t, "s1")
+		if r.Failed || r.Text != "after a reset" || s.served.Load() != 2 {
+			t.Fatalf("answer %+v after %d requests", r, s.served.Load())
 		}
-		writeSSE(w, answer("after a reset"))
+		if len(events) != 1 || events[0].Error == "" || events[0].Status != 0 {
+			t.Fatalf("events %+v: want one retry for a connection error", events)
+		}
 	})
-	r, events := s.ask(t, "s1")
-	if r.Failed || r.Text != "after a reset" || s.served.Load() != 2 {
-		t.Fatalf("answer %+v after %d requests", r, s.served.Load())
-	}
-	if len(events) != 1 || events[0].Error == "" || events[0].Status != 0 {
-		t.Fatalf("events %+v: want one retry for a connection error", events)
-	}
 }
 
 func TestTransport_MidStreamFailureIsNotRetried(t *testing.T) {
-	s := newSetup(t, resilience.Options{}, func(n int, w http.ResponseWriter) {
-		full := answer("never whole")
-		writeSSE(w, full[:len(full)/2])
-		_ = http.NewResponseController(w).Flush()
-		hangUp(t, w)
+	synctest.Test(t, func(t *testing.T) {
+		s := newSetup(t, resilience.Options{}, func(n int, w http.ResponseWriter) {
+			full := answer("never whole")
+			writeSSE(w, full[:len(full)/2])
+			_ = http.NewResponseController(w).Flush()
+			hangUp(t, w)
+		})
+		r, events := s.ask(t, "s1")
+		if !r.Failed || s.served.Load() != 1 || len(events) != 0 {
+			t.Fatalf("failed %v (%s) after %d requests, events %+v: want ERROR after one request", r.Failed, r.Error, s.served.Load(), events)
+		}
 	})
-	r, events := s.ask(t, "s1")
-	if !r.Failed || s.served.Load() != 1 || len(events) != 0 {
-		t.Fatalf("failed %v (%s) after %d requests, events %+v: want ERROR after one request", r.Failed, r.Error, s.served.Load(), events)
-	}
 }
 
 func TestTransport_GivesUpAfterMaxRetries(t *testing.T) {
-	s := newSetup(t, resilience.Options{MaxRetries: 2}, func(n int, w http.ResponseWriter) {
-		anthropictest.WriteError(w, http.StatusInternalServerError, "api_error", "down")
+	synctest.Test(t, func(t *testing.T) {
+		s := newSetup(t, resilience.Options{MaxRetries: 2}, func(n int, w http.ResponseWriter) {
+			anthropictest.WriteError(w, http.StatusInternalServerError, "api_error", "down")
+		})
+		r, events := s.ask(t, "s1")
+		if !r.Failed || !strings.Contains(r.Error, "HTTP 500") || s.served.Load() != 3 || len(events) != 2 {
+			t.Fatalf("failed %v (%s) after %d requests with %d retries", r.Failed, r.Error, s.served.Load(), len(events))
+		}
 	})
-	r, events := s.ask(t, "s1")
-	if !r.Failed || !strings.Contains(r.Error, "HTTP 500") || s.served.Load() != 3 || len(events) != 2 {
-		t.Fatalf("failed %v (%s) after %d requests with %d retries", r.Failed, r.Error, s.served.Load(), len(events))
-	}
 }
 
 // TestTransport_ConcurrencyLimitAcrossAgents: 200 adapters (one per
 // agent) share one Model, so one transport with a limit of 4. The server
 // holds each request until the test lets it go; never more than 4 are in
-// flight, and 4 are.
+// flight, and 4 are, while the others report their wait in line. It runs
+// in a synctest bubble (see newSetup).
 func TestTransport_ConcurrencyLimitAcrossAgents(t *testing.T) {
-	const agents, limit = 200, 4
-	before := goleak.IgnoreCurrent()
-	t.Cleanup(func() { leakcheck.VerifyNone(t, before) })
-	var inFlight, most atomic.Int32
-	arrived := make(chan struct{}, agents)
-	proceed := make(chan struct{})
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		n := inFlight.Add(1)
-		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-		}
-		arrived <- struct{}{}
-		<-proceed
-		inFlight.Add(-1) // before the body ends: the client's slot is freed after
-		writeSSE(w, answer("ok"))
-	}))
-	t.Cleanup(srv.Close)
-	var queued atomic.Int32
-	tr, err := resilience.New(srv.Client().Transport, &resilience.Options{MaxConcurrent: limit,
-		OnEvent: func(ev resilience.Event) {
-			if ev.Kind == "queued" {
-				queued.Add(1)
+	synctest.Test(t, func(t *testing.T) {
+		const agents, limit = 200, 4
+		var inFlight, most, queued atomic.Int32
+		arrived := make(chan struct{}, agents)
+		proceed := make(chan struct{})
+		var tr *resilience.Transport
+		var m *anthropic.Model
+		rg := modeltest.NewMemRig(t, func(_ int, w http.ResponseWriter, _ *http.Request, _ map[string]json.RawMessage) {
+			n := inFlight.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 			}
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := anthropic.New(&anthropic.Options{BaseURL: srv.URL, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := modeltest.Runtime(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	conns := make([]*actors.Conn, agents)
-	for i := range conns {
-		if conns[i], err = rt.Start(m.Spec(fmt.Sprintf("agent-%d", i))); err != nil {
-			t.Fatal(err)
+			arrived <- struct{}{}
+			<-proceed
+			inFlight.Add(-1) // before the body ends: the client's slot is freed after
+			writeSSE(w, answer("ok"))
+		}, func(url string, client *http.Client) actors.Spec {
+			var err error
+			tr, err = resilience.New(client.Transport, &resilience.Options{MaxConcurrent: limit,
+				OnEvent: func(ev resilience.Event) {
+					if ev.Kind == "queued" {
+						queued.Add(1)
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m = modeltest.Must(anthropic.New(&anthropic.Options{BaseURL: url, Model: "claude-test", HTTPClient: tr.Client(), MaxRetries: anthropic.NoRetries}))(t)
+			return m.Spec("rig")
+		})
+		rt := modeltest.Runtime(t)
+		conns := make([]*actors.Conn, agents)
+		for i := range conns {
+			var err error
+			if conns[i], err = rt.Start(m.Spec(fmt.Sprintf("agent-%d", i))); err != nil {
+				t.Fatal(err)
+			}
+			req := &models.Request{StreamID: "s", Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
+			if err := conns[i].SendAll(req.Frames()...); err != nil {
+				t.Fatal(err)
+			}
 		}
-		req := &models.Request{StreamID: "s", Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
-		if err := conns[i].SendAll(req.Frames()...); err != nil {
-			t.Fatal(err)
+		for range limit {
+			<-arrived // the first four are in
 		}
-	}
-	for range limit {
-		<-arrived // the first four are in
-	}
-	if got := tr.InFlight(); got != limit {
-		t.Fatalf("transport has %d in flight, want %d", got, limit)
-	}
-	go func() {
-		for range agents {
-			proceed <- struct{}{}
+		// The bubble's clock moves once every goroutine waits: the other
+		// requests wait in line for the second it moves.
+		time.Sleep(time.Second)
+		if got := tr.InFlight(); got != limit {
+			t.Fatalf("transport has %d in flight, want %d", got, limit)
 		}
-	}()
-	for i, c := range conns {
-		frames, err := c.RecvStream(ctx, "s")
-		if err != nil {
-			t.Fatalf("agent %d: %v", i, err)
+		go func() {
+			for range agents {
+				proceed <- struct{}{}
+			}
+		}()
+		for i, c := range conns {
+			frames, err := c.RecvStream(rg.Ctx, "s")
+			if err != nil {
+				t.Fatalf("agent %d: %v", i, err)
+			}
+			if r, err := models.ReadResponse(frames); err != nil || r.Failed || r.Text != "ok" {
+				t.Fatalf("agent %d: %+v (%v)", i, r, err)
+			}
 		}
-		if r, err := models.ReadResponse(frames); err != nil || r.Failed || r.Text != "ok" {
-			t.Fatalf("agent %d: %+v (%v)", i, r, err)
+		if m := most.Load(); m != limit {
+			t.Fatalf("at most %d requests were in flight at the server, want exactly %d", m, limit)
 		}
-	}
-	if m := most.Load(); m != limit {
-		t.Fatalf("at most %d requests were in flight at the server, want exactly %d", m, limit)
-	}
-	if queued.Load() == 0 {
-		t.Fatal("no request reported waiting for a slot")
-	}
+		if n := queued.Load(); n != agents-limit {
+			t.Fatalf("%d requests reported waiting for a slot, want the %d past the first %d", n, agents-limit, limit)
+		}
+	})
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"mime"
+	"net"
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
@@ -25,6 +26,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
@@ -56,7 +59,10 @@ type Config struct {
 	APIKey string
 	// BaseURL is the API root; the errors of the answers never repeat
 	// the password of its user info either, plain or as the base64 of
-	// the basic auth the HTTP client sends with it.
+	// the basic auth the HTTP client sends with it, nor its user name,
+	// which may be a token (https://TOKEN@host/): whole when it has 8
+	// bytes or more, and only where it is quoted as a credential when
+	// shorter (a short user name is no token).
 	BaseURL string
 }
 
@@ -86,10 +92,11 @@ type Endpoint struct {
 	client  *http.Client
 	own     *http.Client // the client Open made, if it did
 	logger  *slog.Logger
-	secrets []string // the API key and base URL's password, cut out of error texts
+	fixed   *credentials // the API key and base URL's user info, cut out of error texts
 	// transport is the *http.Transport at the bottom of the client, when
-	// known (see transportOf): what it sends a proxy (the password of the
-	// proxy's URL, its ProxyConnectHeader) are credentials too.
+	// known (see transportOf): what it sends a proxy (the user info of the
+	// proxy's URL, its ProxyConnectHeader or the headers of its
+	// GetProxyConnectHeader) are credentials too.
 	transport *http.Transport
 }
 
@@ -103,7 +110,7 @@ func Open(c Config) *Endpoint {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
 	e := &Endpoint{timeout: c.Timeout, idle: c.IdleTimeout, client: c.HTTPClient, logger: c.Logger}
-	e.secrets = secrets(c)
+	e.fixed = configCredentials(c)
 	if e.client == nil {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
@@ -235,19 +242,22 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // again either. While send runs, the waits and retries of a
 // resilience.Transport show on the stream as META resilience.MetaEvent
 // frames. No frame carries a credential: the API key of e's Config, the
-// password of its base URL (plain and in basic auth), what the SDK
+// user info of its base URL (the password, plain and in basic auth, and
+// the user name), what the SDK
 // middleware [Credentials] noted of the attempts of the request
 // (credentials added by an adapter's RequestOptions), and what the
 // request's headers carried on the wire (credentials a transport of the
 // HTTP client added below the SDK, such as an OAuth2 transport's token:
 // the *http.Transport at the bottom reports each header it writes), and
-// the credentials of that transport's ProxyConnectHeader (which it sends
-// a proxy in the CONNECT of an https request, where no trace hears them)
-// are cut out of the text of send's errors and of the retry events'
-// (some servers and proxies quote the credentials they refuse), and the
-// query string out of the URLs they name. Credentials a transport sends
-// other than through an *http.Transport, with the request's context, are
-// not seen, nor the headers of a GetProxyConnectHeader function.
+// the credentials of that transport's ProxyConnectHeader, or of the
+// headers its GetProxyConnectHeader returns (which it sends a proxy in
+// the CONNECT of an https request, where no trace hears them) are cut
+// out of the text of send's errors and of the retry events' (some
+// servers and proxies quote the credentials they refuse), and the query
+// string out of the URLs they name. Credentials a transport sends other
+// than through an *http.Transport, with the request's context, are not
+// seen; nor are the headers of a GetProxyConnectHeader that returns
+// other credentials each time it is called (see [Credentials]).
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		sent := newCredentials(e.transport)
@@ -268,10 +278,19 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 // the query strings of the URLs sent.
 func (e *Endpoint) redact(text string, sent *credentials) string {
 	sent.mu.Lock()
-	queries, secrets := slices.Clone(sent.queries), append(slices.Clone(e.secrets), sent.secrets...)
+	queries := slices.Clone(sent.queries)
+	secrets := append(slices.Clone(e.fixed.secrets), sent.secrets...)
+	names := append(slices.Clone(e.fixed.names), sent.names...)
 	sent.mu.Unlock()
 	for _, q := range queries {
 		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
+	}
+	for _, name := range names {
+		if len(name) >= minSecret {
+			text = redact(text, name)
+		} else {
+			text = redactQuoted(text, name)
+		}
 	}
 	for _, secret := range secrets {
 		switch {
@@ -295,10 +314,22 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 // Api-Key and any other whose name speaks of a key, token, secret,
 // password, signature, session or cookie, whole), the values of its query parameters so
 // named (escaped as sent, and unescaped), its whole query string, the
-// password of its user info, and the password of the proxy the
-// endpoint's *http.Transport (behind a resilience.Transport too) sends it
-// through, plain and as the basic auth the transport makes of it.
-// Answer cuts them out of the request's error.
+// user info of its URL, and the user info of the proxy the endpoint's
+// *http.Transport (behind a resilience.Transport too) sends it through:
+// the password, plain and as the basic auth made of it, and the user
+// name (see [credentials.userinfo]), and for an https request through
+// such a proxy the credentials of the headers the transport's
+// GetProxyConnectHeader returns for it. Answer cuts them out of the
+// request's error.
+//
+// The transport calls GetProxyConnectHeader as it opens a tunnel, with
+// what it returns going to the proxy alone; Credentials calls it too, as
+// the transport would (with the request's context, the proxy's URL and
+// the target's host and port), once for each attempt of a request, so
+// that the function is called whether or not the attempt opens a
+// tunnel. It must be safe for concurrent use, as the transport's calls
+// require too; a function that returns other credentials each time
+// (fresh ones per tunnel) has those it gave the transport missed.
 func Credentials(req *http.Request, next func(*http.Request) (*http.Response, error)) (*http.Response, error) {
 	if c, _ := req.Context().Value(credentialsKey{}).(*credentials); c != nil {
 		c.note(req)
@@ -312,6 +343,7 @@ type credentialsKey struct{}
 type credentials struct {
 	mu      sync.Mutex
 	secrets []string
+	names   []string // user names (see userinfo)
 	queries []string // raw query strings
 	// transport is the endpoint's *http.Transport, or nil.
 	transport *http.Transport
@@ -323,8 +355,9 @@ type credentials struct {
 // in the CONNECT that opens the tunnel of an https request, which no
 // ClientTrace hears (it is not the request's), and a proxy may quote them
 // as it refuses the tunnel: the transport's error is then the reason of
-// the proxy's status. (A GetProxyConnectHeader function's headers are
-// not seen.)
+// the proxy's status. (The headers of a GetProxyConnectHeader function,
+// which the transport sends instead, are noted for each request: see
+// note.)
 func newCredentials(t *http.Transport) *credentials {
 	c := &credentials{transport: t}
 	if t != nil && t.Proxy != nil {
@@ -336,25 +369,30 @@ func newCredentials(t *http.Transport) *credentials {
 }
 
 func (c *credentials) note(req *http.Request) {
+	// What the transport sends the proxy, after every middleware: a proxy
+	// may quote it as it refuses it. The user's functions are called
+	// without holding c.mu.
+	var proxy *url.URL
+	var connect http.Header
+	if t := c.transport; t != nil && t.Proxy != nil {
+		if u, err := t.Proxy(req); err == nil && u != nil {
+			proxy = u
+			connect = proxyConnectHeader(t, req, u)
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for name, values := range req.Header {
 		c.header(name, values)
 	}
-	if t := c.transport; t != nil && t.Proxy != nil {
-		// The transport sends the proxy its user info as basic auth,
-		// after every middleware: a proxy may quote it as it refuses it.
-		if u, err := t.Proxy(req); err == nil && u != nil {
-			if password, ok := u.User.Password(); ok {
-				c.add(password)
-				c.add(base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password)))
-			}
+	if proxy != nil {
+		c.userinfo(proxy.User) // sent as basic auth
+		for name, values := range connect {
+			c.header(name, values)
 		}
 	}
 	if u := req.URL; u != nil {
-		if password, ok := u.User.Password(); ok {
-			c.add(password)
-		}
+		c.userinfo(u.User)
 		if u.RawQuery != "" && !slices.Contains(c.queries, u.RawQuery) {
 			c.queries = append(c.queries, u.RawQuery)
 			for pair := range strings.SplitSeq(u.RawQuery, "&") {
@@ -374,6 +412,43 @@ func (c *credentials) note(req *http.Request) {
 			}
 		}
 	}
+}
+
+// proxyConnectHeader returns the headers t's GetProxyConnectHeader (when
+// set) gives for the CONNECT that opens a tunnel through proxy to the
+// target of req, called as the transport calls it: only for an https
+// request through a proxy that is not SOCKS, with the proxy's URL and
+// the target's host (in ASCII) and port. It returns nil otherwise, and
+// when the function fails (the transport fails the request then).
+func proxyConnectHeader(t *http.Transport, req *http.Request, proxy *url.URL) http.Header {
+	if t.GetProxyConnectHeader == nil || req.URL == nil || req.URL.Scheme != "https" ||
+		proxy.Scheme == "socks5" || proxy.Scheme == "socks5h" {
+		return nil
+	}
+	host := req.URL.Hostname()
+	if !isASCII(host) { // as the transport writes the target
+		if a, err := idna.Lookup.ToASCII(host); err == nil {
+			host = a
+		}
+	}
+	port := req.URL.Port()
+	if port == "" {
+		port = "443"
+	}
+	h, err := t.GetProxyConnectHeader(req.Context(), proxy, net.JoinHostPort(host, port))
+	if err != nil {
+		return nil
+	}
+	return h
+}
+
+func isASCII(s string) bool {
+	for i := range len(s) {
+		if s[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
 }
 
 // wroteHeader is the httptrace hook of a request's header fields as
@@ -431,8 +506,9 @@ func (c *credentials) authorization(v string) {
 	c.add(rest) // the token past its scheme: "Bearer [redacted]" still says the scheme
 	if strings.EqualFold(scheme, "Basic") {
 		if b, err := base64.StdEncoding.DecodeString(rest); err == nil {
-			if _, password, ok := strings.Cut(string(b), ":"); ok {
+			if user, password, ok := strings.Cut(string(b), ":"); ok {
 				c.add(password)
+				c.name(user)
 			}
 		}
 		return
@@ -470,6 +546,31 @@ func (c *credentials) add(secret string) {
 	}
 }
 
+// userinfo notes the credentials of u (none when nil), the user info of
+// a URL, which the HTTP client sends its server (or the transport its
+// proxy) as basic auth, even with no password: the password, the base64
+// of that basic auth, and the user name, which may be a token
+// (https://TOKEN@host/, or TOKEN:x-oauth-basic).
+func (c *credentials) userinfo(u *url.Userinfo) {
+	if u == nil {
+		return
+	}
+	password, _ := u.Password()
+	c.add(password)
+	c.add(base64.StdEncoding.EncodeToString([]byte(u.Username() + ":" + password)))
+	c.name(u.Username())
+}
+
+// name notes a user name. One as long as a secret (minSecret) is cut out
+// wherever it stands; a shorter one only where it is quoted as a
+// credential (redactQuoted): it is no token, and cut out as a word it
+// would cut ordinary words ("admin", "gateway") out of the text.
+func (c *credentials) name(n string) {
+	if n != "" && !slices.Contains(c.names, n) {
+		c.names = append(c.names, n)
+	}
+}
+
 // credentialName reports whether a header or query parameter of this
 // name may carry a credential. It is asked of every header field a
 // request writes: it does not allocate.
@@ -486,23 +587,15 @@ func credentialName(name string) bool {
 
 var credentialWords = []string{"auth", "key", "token", "secret", "password", "signature", "session", "cookie", "credential"}
 
-// secrets returns what the errors of c's answers must not repeat: the
-// API key, and the password of the base URL's user info, plain and as
-// the base64 of the basic auth it makes (the Authorization header a
-// server may quote).
-func secrets(c Config) []string {
-	candidates := []string{c.APIKey}
-	if u, err := url.Parse(c.BaseURL); err == nil && u.User != nil {
-		if password, ok := u.User.Password(); ok {
-			basic := base64.StdEncoding.EncodeToString([]byte(u.User.Username() + ":" + password))
-			candidates = append(candidates, password, basic)
-		}
-	}
-	var all []string
-	for _, s := range candidates {
-		if s != "" {
-			all = append(all, s)
-		}
+// configCredentials returns what the errors of c's answers must not
+// repeat: the API key, and the base URL's user info (its password, plain
+// and as the base64 of the basic auth it makes, the Authorization header
+// a server may quote, and its user name).
+func configCredentials(c Config) *credentials {
+	all := &credentials{}
+	all.add(c.APIKey)
+	if u, err := url.Parse(c.BaseURL); err == nil {
+		all.userinfo(u.User)
 	}
 	return all
 }

@@ -2,6 +2,7 @@ package httpadapter_test
 
 import (
 	"context"
+	"encoding/base64"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"go.uber.org/goleak"
@@ -45,11 +47,18 @@ func TestAnswer_RedactsWhatWentOnTheWireOverHTTP2(t *testing.T) {
 // client of it; the test's cleanup ends both and checks that nothing of
 // them is left running.
 func refusingServer(t *testing.T, h2 bool, quote func(*http.Request) string) (*httptest.Server, *http.Client) {
-	before := goleak.IgnoreCurrent()
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return tlsServer(t, h2, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, quote(r))
-	}))
+	})
+}
+
+// tlsServer starts a TLS server (HTTP/2 when h2) of handler, and returns
+// it with a client of it; the test's cleanup ends both and checks that
+// nothing of them is left running.
+func tlsServer(t *testing.T, h2 bool, handler http.HandlerFunc) (*httptest.Server, *http.Client) {
+	before := goleak.IgnoreCurrent()
+	srv := httptest.NewUnstartedServer(handler)
 	srv.EnableHTTP2 = h2
 	srv.StartTLS()
 	client := srv.Client()
@@ -179,8 +188,9 @@ func TestAnswer_KeepsTheCallersClientTraces(t *testing.T) {
 
 // TestAnswer_RedactsWhatTheProxyIsSent: the CONNECT that opens the
 // tunnel of an https request through a proxy carries the headers of the
-// *http.Transport's ProxyConnectHeader, and the user info of the proxy's
-// URL as basic auth, where no ClientTrace of the request hears them; a
+// *http.Transport's ProxyConnectHeader (or those its GetProxyConnectHeader
+// returns), and the user info of the proxy's URL as basic auth, where no
+// ClientTrace of the request hears them; a
 // proxy that refuses the tunnel with a reason quoting them (the
 // transport's error is that reason) has their credentials cut out all
 // the same, behind a resilience.Transport too, and the rest of its
@@ -191,11 +201,15 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 		name    string
 		user    *url.Userinfo
 		connect http.Header
+		get     bool // connect is what GetProxyConnectHeader returns
 		want    string
 	}{
-		{"ProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}},
+		{"ProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}}, false,
 			"tunnel refused to Bearer [redacted] with key [redacted]"},
-		{"user info", url.UserPassword("me", password), nil, "tunnel refused to Basic [redacted] with key "},
+		{"GetProxyConnectHeader", nil, http.Header{"Proxy-Authorization": {"Bearer " + token}, "X-Proxy-Key": {key}}, true,
+			"tunnel refused to Bearer [redacted] with key [redacted]"},
+		{"user info", url.UserPassword("me", password), nil, false, "tunnel refused to Basic [redacted] with key "},
+		{"user name", url.User(token), nil, false, "tunnel refused to Basic [redacted] with key "},
 	} {
 		for _, wrapped := range []bool{false, true} {
 			t.Run(fmt.Sprint(c.name, "/wrapped=", wrapped), func(t *testing.T) {
@@ -204,7 +218,20 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 				proxy.User = c.user
 				tr := client.Transport.(*http.Transport).Clone()
 				tr.Proxy = http.ProxyURL(proxy)
-				tr.ProxyConnectHeader = c.connect
+				// Each call of GetProxyConnectHeader, the transport's and
+				// any other, is asked for the same proxy and target.
+				var mu sync.Mutex
+				asked := map[string]bool{}
+				if c.get {
+					tr.GetProxyConnectHeader = func(_ context.Context, proxyURL *url.URL, target string) (http.Header, error) {
+						mu.Lock()
+						asked[proxyURL.String()+" "+target] = true
+						mu.Unlock()
+						return c.connect.Clone(), nil
+					}
+				} else {
+					tr.ProxyConnectHeader = c.connect
+				}
 				t.Cleanup(tr.CloseIdleConnections)
 				var rt http.RoundTripper = tr
 				if wrapped {
@@ -216,6 +243,11 @@ func TestAnswer_RedactsWhatTheProxyIsSent(t *testing.T) {
 				err := echoAnswer(httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: rt}}), srv.URL+"/v1")(context.Background())
 				if err == nil || !strings.Contains(err.Error(), c.want) {
 					t.Fatalf("error %v; want the proxy's reason with the credentials it was sent cut out", err)
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				if want := proxy.String() + " " + strings.TrimPrefix(srv.URL, "https://"); c.get && (len(asked) != 1 || !asked[want]) {
+					t.Errorf("GetProxyConnectHeader was asked for %v; want %q alone", asked, want)
 				}
 			})
 		}
@@ -247,4 +279,63 @@ func refusingProxy(t *testing.T) *url.URL {
 		t.Fatal(err)
 	}
 	return u
+}
+
+// TestAnswer_RedactsATokenAsTheURLsUserName: a token given as the user
+// name of the URL (https://TOKEN@host/..., with no password, or with a
+// password that says nothing) goes to the server as basic auth; the
+// error of a server quoting that header, and http.Client's error naming
+// the URL of a request that failed, show neither the token nor the
+// basic auth made of it, and still name the host. So when the URL is the
+// base URL of the Config, and when it is only the request's.
+func TestAnswer_RedactsATokenAsTheURLsUserName(t *testing.T) {
+	const token = "user-token-0123456789"
+	for _, c := range []struct{ name, user string }{
+		{"user name", token},
+		{"user name and password", token + ":x-oauth-basic"},
+	} {
+		for _, inConfig := range []bool{false, true} {
+			t.Run(fmt.Sprint(c.name, "/in config=", inConfig), func(t *testing.T) {
+				var hangUp atomic.Bool
+				srv, client := tlsServer(t, false, func(w http.ResponseWriter, r *http.Request) {
+					if hangUp.Load() {
+						conn, _, err := http.NewResponseController(w).Hijack()
+						if err == nil {
+							_ = conn.Close()
+						}
+						return
+					}
+					w.WriteHeader(http.StatusUnauthorized)
+					_, _ = fmt.Fprintf(w, "refused %s", r.Header.Get("Authorization"))
+				})
+				base := strings.Replace(srv.URL, "://", "://"+c.user+"@", 1) + "/v1"
+				cfg := httpadapter.Config{HTTPClient: client}
+				if inConfig {
+					cfg.BaseURL = base
+				}
+				e := httpadapter.Open(cfg)
+				host := strings.TrimPrefix(srv.URL, "https://")
+				basic := base64.StdEncoding.EncodeToString([]byte(c.user))
+				if !strings.Contains(c.user, ":") {
+					basic = base64.StdEncoding.EncodeToString([]byte(c.user + ":"))
+				}
+				for _, hang := range []bool{false, true} {
+					hangUp.Store(hang)
+					err := echoAnswer(e, base)(context.Background())
+					if err == nil {
+						t.Fatal("no error")
+					}
+					if strings.Contains(err.Error(), token) || strings.Contains(err.Error(), basic) || strings.Contains(err.Error(), basic[:len(basic)-4]) {
+						t.Errorf("error %q shows the token of the URL's user name", err)
+					}
+					if want := "refused Basic "; !hang && !strings.Contains(err.Error(), want) {
+						t.Errorf("error %q; want the server's reason, %q", err, want)
+					}
+					if hang && !strings.Contains(err.Error(), host+"/v1") {
+						t.Errorf("error %q; want the host and path of the URL", err)
+					}
+				}
+			})
+		}
+	}
 }

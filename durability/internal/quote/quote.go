@@ -1,0 +1,32 @@
+// Package quote quotes the keys of the durability stores (actor names,
+// bucket keys) for error messages: a key may be long (32 KiB in a bbolt
+// file) and hold any bytes, and a message must stay one readable line of
+// bounded length.
+package quote
+
+import (
+	"fmt"
+	"unicode/utf8"
+)
+
+// Max is the length in bytes of the longest key [Name] quotes whole.
+const Max = 256
+
+// Name returns s quoted as %q quotes it (control bytes and invalid UTF-8
+// escaped), whole up to Max bytes. A longer s is quoted in part, cut on a
+// rune's boundary (at Max bytes if no rune starts near it), and followed
+// by a marker that says what s is, its whole length and that it was
+// clipped: "…(actor name of 32768 bytes, clipped)".
+func Name(s, what string) string {
+	if len(s) <= Max {
+		return fmt.Sprintf("%q", s)
+	}
+	keep := Max
+	for keep > Max-utf8.UTFMax && !utf8.RuneStart(s[keep]) {
+		keep--
+	}
+	if !utf8.RuneStart(s[keep]) {
+		keep = Max // no rune starts here: the bytes are escaped one by one
+	}
+	return fmt.Sprintf("%q…(%s of %d bytes, clipped)", s[:keep], what, len(s))
+}

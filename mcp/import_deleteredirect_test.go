@@ -1,0 +1,83 @@
+package mcp_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/mcp"
+)
+
+// TestImport_CloseReportsARedirectedDelete: a server that answers the
+// DELETE ending its session with a redirect did not end it. The redirect
+// is not followed (301, 302 and 303 would make the DELETE a GET, whose
+// answer says nothing of the session; a session is ended where it was
+// opened), nothing reaches the place it points to, and Close says the
+// server did not end the session, with the status.
+func TestImport_CloseReportsARedirectedDelete(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			var mu sync.Mutex
+			var reached []string
+			elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				reached = append(reached, r.Method)
+				mu.Unlock()
+				w.WriteHeader(http.StatusOK)
+			}))
+			t.Cleanup(elsewhere.Close)
+			ss, url := newSessionServer(t, "", func(w http.ResponseWriter, r *http.Request) {
+				http.Redirect(w, r, elsewhere.URL+"/mcp", status)
+			})
+			err := ss.importAndClose(t, url)
+			want := fmt.Sprintf("the server did not end the session: it answered the DELETE with HTTP %d %s", status, http.StatusText(status))
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("Close: %v; want it to say %q", err, want)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reached) != 0 {
+				t.Errorf("the redirect was followed: the place it points to got %v", reached)
+			}
+		})
+	}
+}
+
+// TestImport_BearerTokenStaysWithTheServer: the bearer token goes to the
+// server of the import's URL alone. A server that redirects the client
+// elsewhere (another host, or its own host without TLS) does not get the
+// token sent there.
+func TestImport_BearerTokenStaysWithTheServer(t *testing.T) {
+	var mu sync.Mutex
+	var sent []string
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		sent = append(sent, r.Header.Get("Authorization"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(elsewhere.Close)
+	srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
+	})
+	rt := actorstest.NewRuntime(t, nil)
+	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1, BearerToken: urlBearer})
+	if im != nil || err == nil {
+		t.Fatalf("Import: %v, %v; want an error", im, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(sent) == 0 {
+		t.Fatal("the redirect was not followed: the test tests nothing")
+	}
+	for _, auth := range sent {
+		if strings.Contains(auth, urlBearer) {
+			t.Fatalf("the server redirected to got the bearer token: Authorization %q", auth)
+		}
+	}
+}

@@ -30,13 +30,7 @@ func TestAnswer_APIErrorKeepsNoSDKError(t *testing.T) {
 		_, _ = w.Write(b)
 	}))
 	defer srv.Close()
-	m, err := New(&Options{APIKey: key, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Model: "gpt-test", MaxRetries: NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	req := &models.Request{StreamID: "s1", Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
-	_, err = m.endpoint.Answer(m.body, m.stream)(context.Background(), req, func(*messages.Frame) {})
+	err := answerErr(t, srv, key)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -73,13 +67,7 @@ func TestAnswer_ServerErrorHasTheKeyCutOut(t *testing.T) {
 		_, _ = w.Write([]byte(`data: {"error":{"message":"bad key ` + key + `","type":"server_error"}}` + "\n\n"))
 	}))
 	defer srv.Close()
-	m, err := New(&Options{APIKey: key, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Model: "gpt-test", MaxRetries: NoRetries})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close()
-	req := &models.Request{StreamID: "s1", Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
-	_, err = m.endpoint.Answer(m.body, m.stream)(context.Background(), req, func(*messages.Frame) {})
+	err := answerErr(t, srv, key)
 	var se *ServerError
 	if !errors.As(err, &se) {
 		t.Fatalf("answer: %v; want a *ServerError", err)
@@ -87,4 +75,17 @@ func TestAnswer_ServerErrorHasTheKeyCutOut(t *testing.T) {
 	if se.Message != "bad key [redacted]" || strings.Contains(string(se.Raw), key) || strings.Contains(err.Error(), key) {
 		t.Errorf("error %q, ServerError %q %s; want the key cut out", err, se.Message, se.Raw)
 	}
+}
+
+// answerErr returns the error of an answer of srv with the API key key.
+func answerErr(t *testing.T, srv *httptest.Server, key string) error {
+	t.Helper()
+	m, err := New(&Options{APIKey: key, BaseURL: srv.URL + "/v1", HTTPClient: srv.Client(), Model: "gpt-test", MaxRetries: NoRetries})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	req := &models.Request{StreamID: "s1", Params: []models.Param{{Name: models.ParamMessages, Value: json.RawMessage(`[{"role":"user","content":"hi"}]`)}}}
+	_, err = m.endpoint.Answer(m.body, m.stream)(context.Background(), req, func(*messages.Frame) {})
+	return err
 }

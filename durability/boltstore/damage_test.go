@@ -677,3 +677,69 @@ func TestSalvage_LostPutAfterADelete(t *testing.T) {
 		}
 	}
 }
+
+// TestSalvage_LostPutBeforeAndAfterADelete: event 3 is written, then
+// covered by the snapshot at 5 that compacts the events below it, then
+// written again, and both its writes are lost in the log. The first was
+// deleted by the snapshot, not by Salvage; the second was written after
+// it, and Salvage drops it: one record dropped, before a reopen and
+// after it.
+func TestSalvage_LostPutBeforeAndAfterADelete(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reopen=%t", reopen), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store.db")
+			s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			for i := range uint64(10) {
+				if i == 5 {
+					if err := s.PersistSnapshot(ctx, "a", 5, []byte("state at 5")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "event %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.PersistEvent(ctx, "a", 3, []byte("event 3 again")); err != nil {
+				t.Fatal(err)
+			}
+			crash(t, s)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for from := 0; ; n++ {
+				i := bytes.Index(b[from:], []byte("event 3"))
+				if i < 0 {
+					break
+				}
+				flipByte(t, path, int64(from+i+2))
+				from += i + 1
+			}
+			if n < 2 {
+				t.Fatalf("%d copies of event 3 in the file, want both writes", n)
+			}
+			if s, err = Open(path, &Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+			if reopen {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if s, err = Open(path, &Options{NoSync: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer s.Close()
+			got, err := s.Salvage(ctx, "a")
+			want := Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: 5, Dropped: 1}
+			if err != nil || got != want {
+				t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}

@@ -743,3 +743,56 @@ func TestSalvage_LostPutBeforeAndAfterADelete(t *testing.T) {
 		})
 	}
 }
+
+// TestSalvage_LostPutThenDeletedAgain: event 3 is written again after the
+// snapshot at 5 compacted the events below it, its write is lost in the
+// log, and a delete through 4 then covers it again, leaving the mark
+// where the snapshot put it. That delete dropped it, not Salvage: no
+// record dropped, before a reopen and after it.
+func TestSalvage_LostPutThenDeletedAgain(t *testing.T) {
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reopen=%t", reopen), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store.db")
+			s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			for i := range uint64(10) {
+				if i == 5 {
+					if err := s.PersistSnapshot(ctx, "a", 5, []byte("state at 5")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "event %d", i)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.PersistEvent(ctx, "a", 3, []byte("event 3 again")); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.DeleteEvents(ctx, "a", 4); err != nil {
+				t.Fatal(err)
+			}
+			crash(t, s)
+			damageRecord(t, path, "a", durability.RecordEvent, 3, 2, true)
+			if s, err = Open(path, &Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+			if reopen {
+				if err := s.Close(); err != nil {
+					t.Fatal(err)
+				}
+				if s, err = Open(path, &Options{NoSync: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			defer s.Close()
+			got, err := s.Salvage(ctx, "a")
+			want := Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: 5}
+			if err != nil || got != want {
+				t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
+			}
+		})
+	}
+}

@@ -300,6 +300,10 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if m.freelist+overflow >= m.pgid || count > uint64(flOff+int64(overflow+1)*ps-idsOff)/8 {
 		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
 	}
+	// A page of the freelist that the tree reaches refuses the file,
+	// also when an actor's bucket alone reaches it (see the package
+	// doc): its ids cannot be told from the tree's page, so which
+	// pages the freelist lists in use is not known.
 	for p := m.freelist; p <= m.freelist+overflow; p++ {
 		if t.inUse(p) {
 			return bad(flOff, "freelist page %d: its page %d is in use by the tree", m.freelist, p), true

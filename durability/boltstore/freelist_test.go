@@ -296,3 +296,85 @@ func TestOpen_FreelistListsAnActorPage(t *testing.T) {
 		t.Errorf("Verify after Salvage: %v %+v", err, r)
 	}
 }
+
+// TestOpen_FreelistListsAnActorPageReopened: a pointer of an actor's
+// bucket is broken to lead to the page its last leaf had before the last
+// checkpoint, freed since (the freelist lists it) and holding old records
+// of its own that check. The actor is quarantined by every Open, read-
+// only or not, before and after a writable one: what that writes (a
+// freelist rebuilt from the tree, a checkpoint) must not make a later
+// Open take the old page for the actor's and serve it without the event
+// written since.
+func TestOpen_FreelistListsAnActorPageReopened(t *testing.T) {
+	path, want := pagesFile(t, false)
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Appendf(nil, "big event 300 %s", strings.Repeat("b", 150))
+	if err := s.PersistEvent(t.Context(), "big", 300, data); err != nil {
+		t.Fatal(err)
+	}
+	want["big"].events[300] = data
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
+	free := map[uint64]bool{}
+	fl := page(m.freelist)
+	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
+		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
+	}
+	var old, cur uint64
+	for p := uint64(2); p < m.pgid; p++ {
+		switch pg := page(p); {
+		case binary.LittleEndian.Uint16(pg[8:]) != leafPage:
+		case free[p] && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 ")):
+			old = p
+		case !free[p] && bytes.Contains(pg, []byte("big event 300 ")):
+			cur = p
+		}
+	}
+	if old == 0 || cur == 0 {
+		t.Fatalf("no free page holding the last leaf of \"big\" before the checkpoint (%d), or no page holding it now (%d)", old, cur)
+	}
+	at := -1
+	for p := uint64(2); p < m.pgid; p++ {
+		pg := page(p)
+		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
+			continue
+		}
+		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
+			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
+				at = int(p)*ps + e
+			}
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no branch page points to page %d", cur)
+	}
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
+
+	for i, ro := range []bool{true, false, true, false} {
+		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+		if err != nil {
+			if !errors.Is(err, durability.ErrDamaged) {
+				t.Errorf("Open %d (read-only %t): %v, not damage", i, ro, err)
+			}
+			continue
+		}
+		if failed := checkPages(t, s, want, fmt.Sprintf("Open %d (read-only %t)", i, ro)); !slices.Equal(failed, []string{"big"}) {
+			t.Errorf("Open %d (read-only %t): actors failing: %q, want big alone", i, ro, failed)
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1760,7 +1760,13 @@ type conversation struct {
 // deleted from the Store once the conversation has returned and its loop
 // has stopped, unless it waits for approval (see forget); so is one
 // this Agent started that a Resume (or Run) goes on with.
-func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (_ *models.Answer, err error) {
+//
+// Its steps are functions of their own (converse, entered, prepared,
+// attempts), each with few defers or few returns: the compiler codes the
+// defers of such a function inline, where one function holding them all,
+// with the attempts' many returns, had the runtime queue and run each of
+// them, some 20–30 ns a defer on every Run.
+func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (*models.Answer, error) {
 	if err := a.usable(); err != nil {
 		return nil, err
 	}
@@ -1770,11 +1776,17 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if len(msgs) == 0 && !resuming(ctx) {
 		return nil, fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrNoMessages)
 	}
-	defer func() {
-		if err == ErrClosed { // the cause of a ctx Close cancelled
-			err = fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrClosed)
-		}
-	}()
+	ans, err := a.converse(ctx, sessionID, msgs, parent, emit, delegation)
+	if err == ErrClosed { // the cause of a ctx Close cancelled
+		err = fmt.Errorf("agent %q: session %q: %w", clip(a.opts.Name), clip(sessionID), ErrClosed)
+	}
+	return ans, err
+}
+
+// converse runs a conversation run has checked: it takes the session
+// (enter), with a closer when Close may cancel the conversation, and
+// runs it (entered).
+func (a *Agent) converse(ctx context.Context, sessionID string, msgs []models.Message, parent *actors.Parent, emit func(Event), delegation bool) (*models.Answer, error) {
 	c := &conversation{a: a, session: sessionID, parent: parent}
 	if emit != nil || delegation {
 		// Close may cancel it (see Agent.awaitConversations); a Run
@@ -1805,6 +1817,13 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 		return &models.Answer{}, err
 	}
 	c.shared = shared
+	return c.entered(ctx, msgs, emit, delegation)
+}
+
+// entered runs the conversation c, whose session it has taken, and gives
+// the session back (leave) once it returns.
+func (c *conversation) entered(ctx context.Context, msgs []models.Message, emit func(Event), delegation bool) (_ *models.Answer, err error) {
+	a, sessionID := c.a, c.session
 	defer func() { a.leave(sessionID, c.closer, c.drain, c.mux) }()
 	if a.opts.Store != nil && (delegation || a.delegationSession(sessionID)) {
 		// A delegation resumed after it waited for approval is one too.
@@ -1827,10 +1846,25 @@ func (a *Agent) run(ctx context.Context, sessionID string, msgs []models.Message
 	if ans, err := c.prepareApproval(ctx); err != nil { // ans: what a session still waiting answered so far
 		return ans, err
 	}
+	return c.prepared(ctx, emit)
+}
+
+// prepared runs the attempts of the conversation c, ready to be sent,
+// and then leaves a Resume's held calls waiting when nothing was sent
+// (keepWaiting) and stops the conversation's own loop, if it has one.
+func (c *conversation) prepared(ctx context.Context, emit func(Event)) (*models.Answer, error) {
 	defer c.keepWaiting()
 	if c.ownLoop() {
 		defer c.stopLoop()
 	}
+	return c.attempts(ctx, emit)
+}
+
+// attempts sends the conversation c's attempts until one answers, or one
+// fails in a way another attempt cannot help, or they are used up. emit
+// is Stream's consumer (nil for Run), told of each restart.
+func (c *conversation) attempts(ctx context.Context, emit func(Event)) (*models.Answer, error) {
+	a, sessionID := c.a, c.session
 	payload := c.first
 	spent := 0     // the attempts counted against MaxAttempts
 	uncounted := 0 // those not counted (see refusedByRestart)
@@ -2422,7 +2456,19 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		case !batched:
 			f, err = s.Recv(ctx)
 		case len(batch) == 0:
-			if batch, err = s.RecvAll(ctx, room[:0]); err == nil {
+			batch, err = s.RecvAll(ctx, room[:0])
+			switch {
+			case err != nil:
+			case c.resumed == nil:
+				// No resumed response to tell: the batch is folded in
+				// one loop, without the per-frame steps of progress
+				// and approvals.
+				if c.foldBatch(ans, batch) {
+					return ans, nil
+				}
+				batch = batch[:0]
+				continue
+			default:
 				f, batch = batch[0], batch[1:]
 			}
 		default:
@@ -2451,14 +2497,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 				c.emit(event(said, n))
 			}
 		}
-		ans.Add(f)
-		switch f.GetType() {
-		case messages.FrameType_ERROR:
-			c.failure = f.GetMeta().GetFailureKind()
-		case messages.FrameType_END:
-		default:
-			c.served = true
-		}
+		c.add(ans, f)
 		if c.emit != nil {
 			c.emit(event(f, n))
 		}
@@ -2468,6 +2507,34 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		if ans.Ended {
 			return ans, nil
 		}
+	}
+}
+
+// foldBatch folds frames, read in one batch by an attempt that shows no
+// progress and asks no approvals, into ans, as the attempt's loop does
+// frame by frame, and reports whether they ended the stream (frames
+// after its END are dropped, as the loop drops them).
+func (c *conversation) foldBatch(ans *models.Answer, frames []*messages.Frame) (ended bool) {
+	for _, f := range frames {
+		c.add(ans, f)
+		if ans.Ended {
+			return true
+		}
+	}
+	return false
+}
+
+// add folds f, a frame of the attempt's stream, into ans, and notes what
+// the attempt's outcome needs of it: an ERROR's failure kind, and
+// whether the loop served the stream (a frame other than ERROR and END).
+func (c *conversation) add(ans *models.Answer, f *messages.Frame) {
+	ans.Add(f)
+	switch f.GetType() {
+	case messages.FrameType_ERROR:
+		c.failure = f.GetMeta().GetFailureKind()
+	case messages.FrameType_END:
+	default:
+		c.served = true
 	}
 }
 

@@ -40,7 +40,8 @@ import (
 // (shared: see shell.resumed), has for its rest only the frames that
 // carry its tool-call id, or that of a call answered on the stream
 // before it (see shell.noteAnswered), but a TOOL_CALL (the call sent
-// again) or a DESCRIBE, each a new call, which ends the record; the other
+// again), a DESCRIBE or, its arguments complete, a frame that opens a
+// call (see below), each a new call, which ends the record; the other
 // frames of the stream are the other calls', delivered, and that rest is
 // dropped also while the incarnation has a call of its own open on the
 // stream (one of another id). The caller's END ends the record, as any.
@@ -48,7 +49,8 @@ import (
 // A call whose caller's META tool_complete came after its answer (the end
 // of its arguments, dropped) has no rest left that opens a call: a frame
 // with its id that opens one, but an argument chunk, is a new call
-// reusing the id (see closedCall.complete), served.
+// reusing the id (see closedCall.complete), served; on a shared record
+// too. An argument chunk with its id opens no call: dropped.
 //
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
@@ -245,6 +247,10 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	if !ok {
 		return false
 	}
+	if next, ok := rec.completes(f); ok {
+		rec = next
+		c.addRecord(id, rec)
+	}
 	if rec.shared {
 		rest, ends := rec.sharedRest(f)
 		if ends {
@@ -257,10 +263,6 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 		// open or not: a call of this incarnation's that opened it
 		// since has another id.
 		return rest
-	}
-	if next, ok := rec.completes(f); ok {
-		rec = next
-		c.addRecord(id, rec)
 	}
 	if rec.served {
 		rest, ends := rec.servedRest(f)

@@ -114,7 +114,9 @@
 //     with the id of a call the Logic ended (of the latest 16 it ended
 //     on a stream still open for others) but a TOOL_CALL or DESCRIBE,
 //     which begins that call again, a new one (models number the calls
-//     of each response afresh); and the Logic's second END of an ended
+//     of each response afresh), or, once the caller's META tool_complete
+//     of the call came (the end of its arguments), any frame but an
+//     argument chunk, a new call reusing the id; and the Logic's second END of an ended
 //     call, however long ago it ended, ends none of the stream's others
 //     (one of those 16 is dropped, not passed on: a consumer that reads
 //     the stream call by call, up to each one's END, would take it for
@@ -132,8 +134,10 @@
 //     them, the Resume answers that call alone: its ERROR and END carry
 //     its id, its rest is the frames that carry it (and those of the
 //     calls answered on the stream before it: their rest), but its
-//     TOOL_CALL or a DESCRIBE (a new call), what the Logic emits
-//     with its id is dropped up to the Logic's END of it, the Logic gets
+//     TOOL_CALL, a DESCRIBE, or once the caller's META tool_complete of
+//     the call came any frame but an argument chunk (a new call), what
+//     the Logic emits with its id is dropped up to the Logic's END of
+//     it or such a new call, the Logic gets
 //     a CANCEL with its id, and the jobs keyed by the stream id run on
 //     (they may be the other calls'); the stream's other calls go on,
 //     their frames delivered (the caller's END of the stream included),

@@ -118,7 +118,8 @@ type shell struct {
 	// of their stream going on (see resumed), that the Logic has not
 	// ended itself: what it emits with such a call's tool-call id is the
 	// answered call's, dropped, until the Logic's END of the call or of
-	// the stream, the call's TOOL_CALL sent again (see input) or the
+	// the stream, the call's TOOL_CALL sent again or a new call reusing
+	// its id once its arguments were complete (see input), or the
 	// incarnation's end. What it emits on the stream for the other calls
 	// goes out. Bounded, the oldest forgotten (see muteMax).
 	mutedCalls bounded[streamCall, struct{}]
@@ -648,6 +649,11 @@ func (s *shell) input(f *messages.Frame) {
 		s.late(f)
 		return
 	}
+	if f.IsToolComplete() {
+		// The end of a call's arguments, dropped or not: a frame with
+		// its id that opens a call is no rest of it (see restOfEnded).
+		s.open.argsComplete(f.GetStreamId(), f.GetToolCallId())
+	}
 	if s.answered != nil && s.dropAnswered(f) {
 		return // the rest of a call a Resume answered
 	}
@@ -668,8 +674,10 @@ func (s *shell) input(f *messages.Frame) {
 			// is this call's (see muted).
 			s.muted.remove(f.GetStreamId())
 		}
-		if s.mutedCalls.len() > 0 && t == messages.FrameType_TOOL_CALL {
-			// The answered call sent again (see mutedCalls).
+		if s.mutedCalls.len() > 0 && !f.IsToolArgChunk() {
+			// The answered call sent again, or a new call reusing its
+			// id, its arguments complete (see mutedCalls): the rest of
+			// the answered call was dropped above.
 			s.mutedCalls.remove(streamCall{f.GetStreamId(), f.GetToolCallId()})
 		}
 		s.noteOpen(f.GetStreamId())
@@ -719,6 +727,10 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 	if !ok {
 		return false
 	}
+	if next, ok := rec.completes(f); ok {
+		rec = next
+		s.answered.addRecord(id, rec)
+	}
 	if rec.shared {
 		// Its rest is what carries its id; the caller's END, of the
 		// stream's other calls too, is delivered.
@@ -727,10 +739,6 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 			s.endAnswered(id)
 		}
 		return rest
-	}
-	if next, ok := rec.completes(f); ok {
-		rec = next
-		s.answered.addRecord(id, rec)
 	}
 	if rec.served {
 		rest, ends := rec.servedRest(f)
@@ -805,16 +813,17 @@ func (r closedCall) newCall(f *messages.Frame) bool {
 // closedCall.shared), whether it is the answered call's rest, to be
 // dropped: one that carries its id (or the id of one of r's others, the
 // calls of a record r replaced: see noteAnswered) but its TOOL_CALL (the
-// call sent again) or a DESCRIBE (a whole call in one frame), each a
-// new call; and whether it ends r: such a new call, or the caller's END
-// of the stream. The stream's other frames are its other calls'.
+// call sent again), a frame that opens a call with the id of one whose
+// arguments were complete (see closedCall.complete) or a DESCRIBE (a
+// whole call in one frame), each a new call; and whether it ends r:
+// such a new call, or the caller's END of the stream. The stream's other frames are its other calls'.
 func (r closedCall) sharedRest(f *messages.Frame) (rest, ends bool) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
 		return false, true
 	case !r.holds(f.GetToolCallId()):
 		return false, false
-	case t == messages.FrameType_TOOL_CALL || t == messages.FrameType_DESCRIBE:
+	case t == messages.FrameType_TOOL_CALL || t == messages.FrameType_DESCRIBE || r.reuses(f):
 		return false, true
 	}
 	return true, false
@@ -1225,6 +1234,32 @@ func (o *openStreams) endedCall(id, call string) bool {
 		}
 	}
 	return len(o.more) > 0 && slices.Contains(o.more[id].done, call)
+}
+
+// argsComplete notes the caller's META tool_complete of the call of
+// tool-call id call on id, the end of its arguments: if the Logic ended
+// that call (see endedCall), a frame with its id that opens a call
+// (but an argument chunk, see continues) is no rest of it but a new
+// call reusing the id (models number the calls of each response
+// afresh), served.
+func (o *openStreams) argsComplete(id, call string) {
+	if call == "" {
+		return
+	}
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			if j := slices.Index(o.done[i], call); j >= 0 {
+				o.done[i] = slices.Delete(o.done[i], j, j+1)
+			}
+			return
+		}
+	}
+	if st, ok := o.more[id]; ok {
+		if j := slices.Index(st.done, call); j >= 0 {
+			st.done = slices.Delete(st.done, j, j+1)
+			o.more[id] = st
+		}
+	}
 }
 
 // restOfEnded reports whether f, a frame that opens a call written into

@@ -247,9 +247,12 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 	if !ok {
 		return false
 	}
-	if next, ok := rec.completes(f); ok {
-		rec = next
-		c.addRecord(id, rec)
+	if f.IsToolComplete() {
+		// Not on the argument chunks' path: a record is copied.
+		if next, ok := rec.completes(f); ok {
+			rec = next
+			c.addRecord(id, rec)
+		}
 	}
 	if rec.shared {
 		rest, ends := rec.sharedRest(f)

@@ -278,3 +278,31 @@ func TestShell_DropAnsweredServed(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkClosedCalls_DropArgChunk: the argument chunk of an answered
+// call, dropped by the record of its stream (see closedCalls.drop), a
+// plain record's and a served one's: the streaming hot path of a stream
+// whose call was answered early.
+func BenchmarkClosedCalls_DropArgChunk(b *testing.B) {
+	chunk := messages.ToolArgChunk("s", "c1", "x")
+	for _, served := range []bool{false, true} {
+		name := "plain"
+		if served {
+			name = "served"
+		}
+		b.Run(name, func(b *testing.B) {
+			var open openStreams
+			c := &closedCalls{}
+			c.add("s", "c1", false)
+			if served {
+				c.drop(messages.ToolCall("s", "c2", "t", nil), &open)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if !c.drop(chunk, &open) {
+					b.Fatal("the answered call's chunk was kept")
+				}
+			}
+		})
+	}
+}

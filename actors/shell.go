@@ -727,9 +727,12 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 	if !ok {
 		return false
 	}
-	if next, ok := rec.completes(f); ok {
-		rec = next
-		s.answered.addRecord(id, rec)
+	if f.IsToolComplete() {
+		// Not on the argument chunks' path: a record is copied.
+		if next, ok := rec.completes(f); ok {
+			rec = next
+			s.answered.addRecord(id, rec)
+		}
 	}
 	if rec.shared {
 		// Its rest is what carries its id; the caller's END, of the

@@ -46,8 +46,9 @@ import (
 // dropped also while the incarnation has a call of its own open on the
 // stream (one of another id). The caller's END ends the record, as any.
 //
-// A call whose caller's META tool_complete came after its answer (the end
-// of its arguments, dropped) has no rest left that opens a call: a frame
+// A call whose caller's META tool_complete came, after its answer (the
+// end of its arguments, dropped) or before it (see shell.argsDone), has
+// no rest left that opens a call: a frame
 // with its id that opens one, but an argument chunk, is a new call
 // reusing the id (see closedCall.complete), served; on a shared record
 // too. An argument chunk with its id opens no call: dropped.
@@ -83,8 +84,8 @@ type closedCall struct {
 	// stream's other frames are the new call's, or later ones'.
 	served bool
 	// complete are those of its calls (call, others) whose caller's
-	// META tool_complete, the end of their arguments, came after the
-	// answer (see completes): a frame with one of their ids that opens
+	// META tool_complete, the end of their arguments, came, after the
+	// answer (see completes) or before it (see shell.argsDone): a frame with one of their ids that opens
 	// a call (but an argument chunk) is no rest of theirs, but a new
 	// call reusing the id (models number the calls of each response
 	// afresh, and a PARAM may open one).

@@ -68,7 +68,8 @@
 //     Logic emits with such an id too), so that it is not taken for a
 //     new call a stop or restart would answer a second time. Once the
 //     caller's META tool_complete of such a call came (the end of its
-//     arguments, dropped), a frame with its id that opens a call, but an
+//     arguments; dropped after the answer, or before it, to the
+//     incarnation that answered the call), a frame with its id that opens a call, but an
 //     argument chunk, is no rest of it: a new call reusing the id (a
 //     PARAM may open one), served. A frame that
 //     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in

@@ -123,6 +123,13 @@ type shell struct {
 	// incarnation's end. What it emits on the stream for the other calls
 	// goes out. Bounded, the oldest forgotten (see muteMax).
 	mutedCalls bounded[streamCall, struct{}]
+	// argsDone holds the calls whose caller's META tool_complete came,
+	// the end of their arguments, up to a new call reusing the id on
+	// the stream: a frame with such an id that opens a call (but an
+	// argument chunk) is no rest of it but that new call (see input),
+	// and the record of its answer notes it complete (see
+	// noteAnswered). Bounded, the oldest forgotten (see muteMax).
+	argsDone bounded[streamCall, struct{}]
 	// closed holds the streams whose call an earlier incarnation answered
 	// and whose caller's END has not come: their late frames are dropped
 	// (see closedCalls). Nil when there are none, and for a persistent
@@ -649,10 +656,10 @@ func (s *shell) input(f *messages.Frame) {
 		s.late(f)
 		return
 	}
-	if f.IsToolComplete() {
+	if f.IsToolComplete() && f.GetToolCallId() != "" {
 		// The end of a call's arguments, dropped or not: a frame with
-		// its id that opens a call is no rest of it (see restOfEnded).
-		s.open.argsComplete(f.GetStreamId(), f.GetToolCallId())
+		// its id that opens a call is no rest of it (see argsDone).
+		s.argsDone.add(streamCall{f.GetStreamId(), f.GetToolCallId()}, struct{}{})
 	}
 	if s.answered != nil && s.dropAnswered(f) {
 		return // the rest of a call a Resume answered
@@ -664,6 +671,17 @@ func (s *shell) input(f *messages.Frame) {
 	case t == messages.FrameType_END:
 		s.open.endInput(f.GetStreamId())
 	case opensCall(t):
+		if s.argsDone.len() > 0 && !f.IsToolArgChunk() {
+			if k := (streamCall{f.GetStreamId(), f.GetToolCallId()}); k.call != "" {
+				if _, ok := s.argsDone.get(k); ok {
+					// A new call reusing the id of one whose arguments
+					// were complete: not the rest of that one, if the
+					// Logic ended it (see restOfEnded).
+					s.argsDone.remove(k)
+					s.open.argsComplete(k.stream, k.call)
+				}
+			}
+		}
 		if !s.spec.Durable() && s.open.restOfEnded(f) {
 			// The rest of a call the Logic ended (see restOfEnded): it
 			// had its answer, and is not open again.
@@ -866,8 +884,21 @@ func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCal
 	for _, p := range replaced {
 		rec.others = p.carried(rec.others, call)
 	}
-	// Of those, the calls whose arguments were complete have no rest
-	// that opens a call (see closedCall.complete).
+	// Of its calls, those whose arguments were complete have no rest
+	// that opens a call (see closedCall.complete): those whose
+	// caller's tool_complete came before the answer (see argsDone), and
+	// those of the records it replaces.
+	if s.argsDone.len() > 0 {
+		for i := range len(rec.others) + 1 {
+			c := call
+			if i < len(rec.others) {
+				c = rec.others[i]
+			}
+			if _, ok := s.argsDone.get(streamCall{stream, c}); ok && c != "" && !slices.Contains(rec.complete, c) {
+				rec.complete = append(rec.complete, c)
+			}
+		}
+	}
 	for _, p := range replaced {
 		for _, c := range p.complete {
 			if c != call && slices.Contains(rec.others, c) && !slices.Contains(rec.complete, c) {
@@ -1239,12 +1270,11 @@ func (o *openStreams) endedCall(id, call string) bool {
 	return len(o.more) > 0 && slices.Contains(o.more[id].done, call)
 }
 
-// argsComplete notes the caller's META tool_complete of the call of
-// tool-call id call on id, the end of its arguments: if the Logic ended
-// that call (see endedCall), a frame with its id that opens a call
-// (but an argument chunk, see continues) is no rest of it but a new
-// call reusing the id (models number the calls of each response
-// afresh), served.
+// argsComplete forgets that the Logic ended the call of tool-call id
+// call on id (see endedCall), if it did, once a frame with its id opens
+// a call after the caller's META tool_complete of it, the end of its
+// arguments (see shell.argsDone): no rest of it, but a new call reusing
+// the id (models number the calls of each response afresh), served.
 func (o *openStreams) argsComplete(id, call string) {
 	if call == "" {
 		return

@@ -81,3 +81,30 @@ func TestConn_EndOfNewCallReusingSharedID(t *testing.T) {
 		t.Errorf("stream s got %q, want %q (the new call c1 ended by the Logic)", got, want)
 	}
 }
+
+// TestConn_ParamAfterArgsCompleteBeforeRestartIsNewCall: the caller's
+// META tool_complete of the streaming call c1 on s comes before a
+// restart for another stream's failure answers c1: a PARAM with c1's id
+// in the next incarnation is a new call reusing the id, which the stop
+// answers. Taken for c1's rest, it got no answer.
+func TestConn_ParamAfterArgsCompleteBeforeRestartIsNewCall(t *testing.T) {
+	got := stopAnswersWith(t, &RuntimeOptions{Supervision: decidingAll(supervisor.Restart)},
+		messages.StreamingToolCall("s", "c1", "hold"), messages.ToolComplete("s", "c1"),
+		messages.Text("f", "boom"), paramOf("c1"))
+	if ends, want := endsByCall(got), map[string]int{"c1": 2}; !maps.Equal(ends, want) {
+		t.Errorf("stream s got %q: ENDs by call %v, want %v (the new call c1 answered by the stop)", got, ends, want)
+	}
+}
+
+// TestConn_ParamAfterArgsCompleteThenEndedIsNewCall: c1's caller's
+// tool_complete comes, then the Logic ends c1 by its id (a tool answered
+// at the end of its arguments), c0 keeping s open. A PARAM with c1's id
+// after that opens a new call, which the stop answers with c0.
+func TestConn_ParamAfterArgsCompleteThenEndedIsNewCall(t *testing.T) {
+	got := stopAnswers(t,
+		messages.ToolCall("s", "c0", "hold", nil), messages.StreamingToolCall("s", "c1", "hold"),
+		messages.ToolComplete("s", "c1"), withID(messages.Text("s", "again c1"), "c0"), paramOf("c1"))
+	if ends, want := endsByCall(got), map[string]int{"c0": 1, "c1": 2}; !maps.Equal(ends, want) {
+		t.Errorf("stream s got %q: ENDs by call %v, want %v (the new call c1 answered by the stop)", got, ends, want)
+	}
+}

@@ -85,14 +85,9 @@ func testSyncContext(t *testing.T) {
 }
 
 // TestSyncContext_Size: the context of every inline Sync call stays in
-// the 64-byte size class; what Done makes is apart. Allocated with its
-// call's result frame, the two stay in the 208-byte class that they
-// filled apart (64 and 144 bytes).
+// the 64-byte size class; what Done makes is apart.
 func TestSyncContext_Size(t *testing.T) {
 	if n := unsafe.Sizeof(syncContext{}); n > 64 {
 		t.Errorf("a syncContext is %d bytes, want at most 64", n)
-	}
-	if n := unsafe.Sizeof(inlineCall{}); n > 208 {
-		t.Errorf("an inlineCall is %d bytes, want at most 208", n)
 	}
 }

@@ -20,7 +20,8 @@ import (
 // flight (a chunk of its arguments): dropped too, as is a chunk of
 // another call's arguments (one interleaved with it on the stream). Any
 // other frame that opens a call on the stream is delivered, and ends the
-// record: a new call (stream ids are reused call after call), told by its
+// record but for the answered calls' own ids (see closedCall.served): a
+// new call (stream ids are reused call after call), told by its
 // tool-call id (see closedCall.newCall), or one that carries no id,
 // which cannot be told from the answered call's rest and is taken for a
 // new call (see the package doc). So a caller that never sends an END (a whole
@@ -30,7 +31,10 @@ import (
 // any stream with no call open; but a META tool_complete, the end of a
 // streaming call's arguments, is the answered call's (or one interleaved
 // with it), dropped. Nothing is dropped while the incarnation
-// has a call of its own open on the stream.
+// has a call of its own open on the stream, but that, once a new call
+// was served there, the frames that carry the answered calls' ids (but
+// a TOOL_CALL or a DESCRIBE) are still their rest, dropped (see
+// closedCall.served), up to the caller's END.
 //
 // A call a Resume answered alone, the other calls of its stream going on
 // (shared: see shell.resumed), has for its rest only the frames that
@@ -62,6 +66,56 @@ type closedCall struct {
 	// stream going on (a Resume's answer: see shell.resumed). Its rest
 	// is then the frames that carry its id alone (see sharedRest).
 	shared bool
+	// served: a new call on the stream was served after the answer (see
+	// afterNewCall). The record's rest is then the frames that carry the
+	// id of its call or of one of its others (see servedRest); the
+	// stream's other frames are the new call's, or later ones'.
+	served bool
+}
+
+// afterNewCall returns the record that follows r on its stream once f,
+// a new call there (see newCall, drop), is served: r's calls, whose
+// rest their caller may still have on its way (sent before it had their
+// answer, after f), but f's own when f is a TOOL_CALL (that call sent
+// again); ok reports whether any is left to keep.
+func (r closedCall) afterNewCall(f *messages.Frame) (_ closedCall, ok bool) {
+	again := ""
+	if f.GetType() == messages.FrameType_TOOL_CALL {
+		again = f.GetToolCallId()
+	}
+	next := closedCall{served: true, others: r.carried(nil, again)}
+	if len(next.others) == 0 {
+		return closedCall{}, false
+	}
+	next.call, next.others = answeredCall(next.others[0]), next.others[1:]
+	return next, true
+}
+
+// holds reports whether call, a tool-call id, is r's call's or one of
+// its others'.
+func (r closedCall) holds(call string) bool {
+	return call != "" && (call == string(r.call) || slices.Contains(r.others, call))
+}
+
+// servedRest reports, of f, a frame on the stream of r, a served record
+// (see closedCall.served), whether it is the rest of r's calls, to be
+// dropped: one that carries the id of one of them, but a TOOL_CALL (that
+// call sent again, a new call) or a DESCRIBE (a whole call in one
+// frame); and whether it ends the record: the caller's END, or a
+// TOOL_CALL that sends one of r's calls again (a caller reuses a call's
+// id once it has the call's answer, and its rest with it).
+func (r closedCall) servedRest(f *messages.Frame) (rest, ends bool) {
+	switch t := f.GetType(); {
+	case t == messages.FrameType_END:
+		return false, true
+	case !r.holds(f.GetToolCallId()):
+		return false, false
+	case t == messages.FrameType_TOOL_CALL:
+		return false, true
+	case t == messages.FrameType_DESCRIBE:
+		return false, false
+	}
+	return true, false
 }
 
 // carried returns others, the other calls of a record that replaces r
@@ -159,6 +213,16 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 		}
 		return rest && !open.has(id)
 	}
+	if rec.served {
+		rest, ends := rec.servedRest(f)
+		if ends {
+			c.remove(id)
+		}
+		if f.GetType() == messages.FrameType_END {
+			return !open.has(id) // as any record's END: see below
+		}
+		return rest
+	}
 	switch t := f.GetType(); t {
 	case messages.FrameType_END:
 		c.remove(id)
@@ -171,7 +235,13 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 		// ended the record), and none to be answered again.
 	default:
 		if opensCall(t) && (f.GetToolCallId() == "" || rec.newCall(f)) {
-			c.remove(id)
+			// A new call, served: the rest of the answered calls may
+			// still come after it (see afterNewCall).
+			if next, ok := rec.afterNewCall(f); ok {
+				c.addRecord(id, next)
+			} else {
+				c.remove(id)
+			}
 			return false
 		}
 	}

@@ -91,7 +91,9 @@ func TestClosedCalls_WhatIsDropped(t *testing.T) {
 // a call on a recorded stream, those with the answered call's tool-call
 // id but a TOOL_CALL (its argument chunks still in flight) are dropped
 // and keep the record, and that a TOOL_CALL, a frame with another id
-// and one with none each end the record and go through.
+// and one with none each go through, a new call: the answered call sent
+// again ends the record, and another leaves it served, the answered
+// call's rest that its caller sent before it still dropped.
 func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 	var open openStreams
 	c := &closedCalls{}
@@ -101,6 +103,8 @@ func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 			t.Fatal("a chunk of the answered call went through")
 		}
 	}
+	rest := messages.RawParam("s", "p", []byte("1"))
+	rest.ToolCallId = "c1"
 	for _, f := range []*messages.Frame{
 		messages.ToolCall("s", "c2", "t", nil),   // another call
 		messages.ToolCall("s", "c1", "t", nil),   // the answered call sent again
@@ -111,16 +115,23 @@ func TestClosedCalls_ToldByToolCallID(t *testing.T) {
 		if c.drop(f, &open) {
 			t.Errorf("%s (tool-call id %q) on the stream of the answered c1 was dropped", f.GetType(), f.GetToolCallId())
 		}
-		if _, ok := c.m["s"]; ok {
-			t.Errorf("%s (tool-call id %q) left the record of the stream", f.GetType(), f.GetToolCallId())
+		again := f.GetToolCallId() == "c1"
+		if rec, ok := c.m["s"]; ok != !again || ok && !rec.v.served {
+			t.Errorf("%s (tool-call id %q): record of the stream %+v kept %v, want it kept served %v", f.GetType(), f.GetToolCallId(), rec.v, ok, !again)
 		}
+		if dropped := c.drop(rest, &open); dropped == again {
+			t.Errorf("after %s (tool-call id %q), c1's PARAM dropped %v, want %v", f.GetType(), f.GetToolCallId(), dropped, !again)
+		}
+		c.remove("s")
 	}
 }
 
 // TestShell_DropAnswered checks which frames on the stream of a call the
 // incarnation answered are its rest, dropped: all but a frame that opens
 // a new call (told by its tool-call id, or a TOOL_CALL), up to the
-// caller's END; a frame without an id is the call's rest.
+// caller's END; a frame without an id is the call's rest. A new call
+// other than the answered one sent again leaves the record served (see
+// TestShell_DropAnsweredServed).
 func TestShell_DropAnswered(t *testing.T) {
 	for _, tc := range []struct {
 		answered string // the answered call's tool-call id
@@ -137,9 +148,9 @@ func TestShell_DropAnswered(t *testing.T) {
 		{"", messages.Text("s", "more"), true, true},
 		{"", messages.Describe("s"), false, false}, // a whole call in one frame: a new one
 		{"c1", messages.End("s"), true, false},
-		{"c1", messages.ToolCall("s", "c2", "t", nil), false, false},
+		{"c1", messages.ToolCall("s", "c2", "t", nil), false, true}, // served: c1's rest still dropped
 		{"c1", messages.ToolCall("s", "c1", "t", nil), false, false},
-		{"c1", messages.StreamingToolCall("s", "c2", "t"), false, false},
+		{"c1", messages.StreamingToolCall("s", "c2", "t"), false, true},
 		{"c1", messages.ToolArgChunk("s", "c2", "{"), true, true}, // of a call interleaved with c1
 		{"", messages.ToolCall("s", "c2", "t", nil), false, false},
 		{"c1", messages.Text("o", "other stream"), false, false},
@@ -206,6 +217,64 @@ func TestShell_DropAnsweredShared(t *testing.T) {
 		}
 		if _, kept := s.answered.get("s"); kept != tc.keep {
 			t.Errorf("%s (id %q): record kept %v, want %v", tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
+		}
+	}
+}
+
+// TestShell_DropAnsweredServed checks which frames on the stream of an
+// answered call c1 (beside c0, answered with it) are their rest once a
+// new call c2 was served there: those that carry c1's or c0's id, but
+// a TOOL_CALL (that call sent again, which ends the record) or a
+// DESCRIBE; the frames of no id or of another id are the new call's or
+// later ones', delivered; the caller's END is delivered, and ends the
+// record. What the Logic emits with c1's or c0's id is dropped, what it
+// emits for the new call goes out.
+func TestShell_DropAnsweredServed(t *testing.T) {
+	param := func(call string) *messages.Frame {
+		f := messages.RawParam("s", "p", []byte("1"))
+		f.ToolCallId = call
+		return f
+	}
+	for _, tc := range []struct {
+		f    *messages.Frame
+		drop bool // f is the rest of c1 or c0, dropped
+		keep bool // the record stays
+	}{
+		{param("c1"), true, true},
+		{param("c0"), true, true},
+		{messages.ToolArgChunk("s", "c1", "{"), true, true},
+		{messages.ToolComplete("s", "c0"), true, true},
+		{messages.Cancel("s", "c1"), true, true},
+		{param("c2"), false, true},
+		{param(""), false, true},
+		{messages.Text("s", "more"), false, true},
+		{messages.ToolArgChunk("s", "c2", "{"), false, true},
+		{messages.Cancel("s", ""), false, true},
+		{messages.ToolCall("s", "c3", "t", nil), false, true},
+		{&messages.Frame{Type: messages.FrameType_DESCRIBE, StreamId: "s", ToolCallId: "c1"}, false, true},
+		{messages.ToolCall("s", "c1", "t", nil), false, false}, // c1 sent again
+		{messages.End("s"), false, false},
+	} {
+		s := &shell{}
+		s.answered = &closedCalls{}
+		s.answered.addRecord("s", closedCall{call: "c1", others: []string{"c0"}})
+		if s.dropAnswered(messages.ToolCall("s", "c2", "t", nil)) {
+			t.Fatal("the new call c2 was dropped")
+		}
+		if got := s.dropAnswered(tc.f); got != tc.drop {
+			t.Errorf("%s (id %q): dropped %v, want %v", tc.f.GetType(), tc.f.GetToolCallId(), got, tc.drop)
+		}
+		if _, kept := s.answered.get("s"); kept != tc.keep {
+			t.Errorf("%s (id %q): record kept %v, want %v", tc.f.GetType(), tc.f.GetToolCallId(), kept, tc.keep)
+		}
+	}
+	s := &shell{}
+	s.answered = &closedCalls{}
+	s.answered.addRecord("s", closedCall{call: "c1", others: []string{"c0"}})
+	s.dropAnswered(messages.ToolCall("s", "c2", "t", nil))
+	for call, drop := range map[string]bool{"c1": true, "c0": true, "c2": false, "": false} {
+		if got := s.dropEmit(messages.RawToolResult("s", call, "t", []byte("1"))); got != drop {
+			t.Errorf("the Logic's result with id %q: dropped %v, want %v", call, got, drop)
 		}
 	}
 }

@@ -60,7 +60,13 @@
 //     interleaved with the answered one on its stream). The other
 //     frames, up to the caller's END and that END included, are the
 //     answered call's rest, dropped: its argument chunks still in
-//     flight, its CANCEL, its END, none given to the Logic. A frame that
+//     flight, its CANCEL, its END, none given to the Logic. A new call
+//     served there does not end that rest: up to the caller's END, a
+//     frame with the id of the answered call (or of those others) but
+//     a TOOL_CALL or DESCRIBE is still its rest, dropped, by the
+//     incarnation that serves the new call and by a next one (what the
+//     Logic emits with such an id too), so that it is not taken for a
+//     new call a stop or restart would answer a second time. A frame that
 //     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in
 //     the incarnation that answered the call (restarting, stopping or
 //     resumed) it is the call's rest, dropped up to the caller's END (a
@@ -70,7 +76,8 @@
 //     refused); in a next incarnation it is a new call, served. A next incarnation also lets
 //     through a META (it may follow a call's END: an approval decision),
 //     but a tool_complete one (the end of the answered call's arguments),
-//     and what comes while it has a call of its own open on the stream,
+//     and what comes while it has a call of its own open on the stream
+//     (but, once a new call was served there, the rest above),
 //     and a [Spec.Durable] duplex, which recovers its calls, gets every
 //     frame once restarted. A caller stops sending a call once it has
 //     the call's answer (its ERROR and END included). Of the streams
@@ -106,7 +113,10 @@
 //     call, however long ago it ended, ends none of the stream's others
 //     (one of those 16 is dropped, not passed on: a consumer that reads
 //     the stream call by call, up to each one's END, would take it for
-//     the next call's; nor does an END with an id the stream never
+//     the next call's; so is a second END of the call whose END closed
+//     the stream, of the latest 16 streams so closed, on the stream
+//     closed or opened since by a call of another id; nor does an END
+//     with an id the stream never
 //     carried, while it holds a call: the Logic's answer to a frame of
 //     no call the runtime knows, a late chunk say, leaves the stream's
 //     calls open, to be answered once). When the failed frame carries

@@ -710,7 +710,9 @@ func (s *shell) late(f *messages.Frame) {
 // dropAnswered reports whether f is a frame of a call the shell answered
 // (see answered), to be dropped. The caller's END ends the call, and the
 // record; so does a frame that opens a new call (see
-// closedCall.newCall), which is not dropped.
+// closedCall.newCall), which is not dropped, but for the answered
+// calls' ids: their rest, which their caller sent before it had their
+// answer, may still come after it (see closedCall.served).
 func (s *shell) dropAnswered(f *messages.Frame) bool {
 	id := f.GetStreamId()
 	rec, ok := s.answered.get(id)
@@ -726,16 +728,29 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 		}
 		return rest
 	}
-	drop := true
+	if rec.served {
+		rest, ends := rec.servedRest(f)
+		if ends {
+			s.endAnswered(id)
+		}
+		return rest
+	}
 	switch {
 	case f.GetType() == messages.FrameType_END:
 	case rec.newCall(f):
-		drop = false
+		// Served: the rest of the answered calls, sent before their
+		// answer, may still come after it (see closedCall.afterNewCall).
+		if next, ok := rec.afterNewCall(f); ok {
+			s.answered.addRecord(id, next)
+			return false
+		}
+		s.endAnswered(id)
+		return false
 	default:
 		return true
 	}
 	s.endAnswered(id)
-	return drop
+	return true
 }
 
 // endAnswered ends the record of the call answered on stream id.
@@ -822,7 +837,12 @@ func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCal
 	rec := closedCall{call: answeredCall(call), shared: shared}
 	if !shared {
 		rec.others = s.open.others(stream, call)
-		for _, p := range prev {
+		// The records it replaces: the calls a Resume or an earlier
+		// incarnation answered before a new call was served there (see
+		// closedCall.afterNewCall).
+		was, _ := s.answered.get(stream)
+		before, _ := s.closed.get(stream)
+		for _, p := range append(prev, was, before) {
 			rec.others = p.carried(rec.others, call)
 		}
 	}
@@ -960,7 +980,17 @@ type openStreams struct {
 	// stream that carries several calls; spareDone one of ended calls,
 	// for the next stream whose Logic ends a call by its id.
 	spare, spareDone []string
+	// closedBy are the latest closedByMax streams an END with a
+	// tool-call id closed, each with that id (see closing), the next
+	// to be replaced at closedByNext.
+	closedBy     [closedByMax]streamCall
+	closedByNext int
 }
+
+// closedByMax is how many of the streams closed by the END of a call
+// (see openStreams.closing) a shell keeps in mind: a Logic that ends a
+// call twice does so at once, or soon after.
+const closedByMax = 16
 
 // openState is what openStreams keeps of a stream past the first few.
 type openState struct {
@@ -1031,7 +1061,8 @@ func (o *openStreams) prune() {
 	o.limit = len(o.more) + openQuiet/4
 }
 
-func (o *openStreams) remove(id string) {
+// remove closes id, and reports whether it was open.
+func (o *openStreams) remove(id string) bool {
 	for i, f := range o.few[:o.n] {
 		if f == id {
 			o.keep(o.multi[i], &o.spare)
@@ -1044,14 +1075,16 @@ func (o *openStreams) remove(id string) {
 			o.anon[i], o.anon[o.n] = o.anon[o.n], false
 			o.spent[i], o.spent[o.n] = o.spent[o.n], false
 			o.done[i], o.done[o.n] = o.done[o.n], nil
-			return
+			return true
 		}
 	}
-	if st, ok := o.more[id]; ok {
+	st, ok := o.more[id]
+	if ok {
 		o.keep(st.multi, &o.spare)
 		o.keep(st.done, &o.spareDone)
 		delete(o.more, id)
 	}
+	return ok
 }
 
 // keep keeps m, a calls list no stream holds any more, in spare for
@@ -1299,6 +1332,51 @@ func (o *openStreams) endCall(id, call string) bool {
 	return ok || call != st.call && holds(st.call, st.anon)
 }
 
+// closing notes that the END of call, a tool-call id, closes stream id:
+// a second END of that call is told by it (see secondEnd).
+func (o *openStreams) closing(id, call string) {
+	o.closedBy[o.closedByNext] = streamCall{id, call}
+	o.closedByNext = (o.closedByNext + 1) % closedByMax
+}
+
+// secondEnd reports whether the Logic's END with tool-call id call on
+// stream id is a second END of a call ended: one the stream, open,
+// keeps ended (see endedCall), or the call whose END closed it (of the
+// latest closedByMax: see closing), not open on it again: id is closed,
+// or holds calls other than call (a new call opened it since: see
+// holds). A stream opened again by a call with that id (the call sent
+// again) holds it, and its END is that call's.
+//
+// It runs for the Logic's END of every call: the END of a stream's call
+// noted looks no further (that call is never among the ended, see
+// noteCall).
+func (o *openStreams) secondEnd(id, call string) bool {
+	for i, f := range o.few[:o.n] {
+		if f == id {
+			return call != o.calls[i] && o.endedOn(id, call, o.calls[i], o.multi[i], o.done[i], o.anon[i])
+		}
+	}
+	if len(o.more) > 0 {
+		if st, ok := o.more[id]; ok {
+			return call != st.call && o.endedOn(id, call, st.call, st.multi, st.done, st.anon)
+		}
+	}
+	return slices.Contains(o.closedBy[:], streamCall{id, call})
+}
+
+// endedOn is secondEnd for call on id, open, whose call noted is noted
+// (not call), whose calls are multi (when several) and the ended ones
+// done, and that carries a call of no id when anon.
+func (o *openStreams) endedOn(id, call, noted string, multi, done []string, anon bool) bool {
+	switch {
+	case slices.Contains(done, call):
+		return true
+	case !holds(noted, anon) || slices.Contains(multi, call):
+		return false
+	}
+	return slices.Contains(o.closedBy[:], streamCall{id, call})
+}
+
 // holds reports whether a stream whose call noted is noted, and that
 // carries a call of no id when anon, holds a call: one the caller's
 // frames opened (a stream the Logic opened with its own frames holds
@@ -1446,17 +1524,21 @@ func (o *openStreams) all() []string {
 // duplex owes it an END), but a META (see opensCall). A frame on a call
 // the shell answered (see dropEmit), which a resumed Logic may still hold,
 // is dropped: the call has its answer. So is the Logic's second END of a
-// call it ended, on a stream still open for others (see endedCall): a
+// call it ended, on a stream still open for others (see
+// openStreams.secondEnd): a
 // consumer that reads such a stream call by call, up to each call's END
 // (Conn.RecvStream), would take it for the END of the next call, whose
-// answer follows it.
+// answer follows it. So is its second END of the call whose END closed
+// its stream (see openStreams.secondEnd), on the stream closed or
+// opened since by another call: its consumer, reading the stream again
+// for its next call, would stop there.
 func (s *shell) Emit(f *messages.Frame) {
 	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
 		return
 	}
-	if f.GetType() == messages.FrameType_END && f.GetToolCallId() != "" && s.open.endedCall(f.GetStreamId(), f.GetToolCallId()) {
+	if f.GetType() == messages.FrameType_END && f.GetToolCallId() != "" && s.open.secondEnd(f.GetStreamId(), f.GetToolCallId()) {
 		s.Logger().Debug("second END of a call dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("call", f.GetToolCallId()))
 		return
@@ -1495,7 +1577,15 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 		}
 	}
 	rec, ok := s.answered.get(id)
-	return ok && (!rec.shared || call == string(rec.call))
+	switch {
+	case !ok:
+		return false
+	case rec.shared:
+		return call == string(rec.call)
+	case rec.served:
+		return rec.holds(call)
+	}
+	return true
 }
 
 // emit sends f to the subscriber, noting the streams it opens and closes.
@@ -1507,7 +1597,9 @@ func (s *shell) emit(f *messages.Frame) {
 			// second END of a call ended: it ends none of the others.
 			break
 		}
-		s.open.remove(f.GetStreamId())
+		if s.open.remove(f.GetStreamId()) && f.GetToolCallId() != "" {
+			s.open.closing(f.GetStreamId(), f.GetToolCallId())
+		}
 		if s.lastOpen == f.GetStreamId() {
 			s.lastOpen = ""
 		}

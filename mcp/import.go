@@ -22,6 +22,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
@@ -55,7 +56,10 @@ type ImportOptions struct {
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
 	// when set, is sent as Authorization: Bearer on every request to the
-	// URL's scheme, host and port (not where a server redirects). Errors
+	// URL's scheme, host and port (not where a server redirects). A
+	// redirect is followed only when it keeps the method (307 and 308): a
+	// POST redirected with 301, 302 or 303 fails, and so does a DELETE
+	// redirected at all (see Close). Errors
 	// and log lines name the server by its URL with its user info (the
 	// user name may be a token too: https://TOKEN@host/) and the values
 	// of its query (where a server may take a token) cut out, its host
@@ -469,8 +473,8 @@ const minCredential = 8
 // urlScrubber returns the replacer that cuts the credentials of u, and
 // token, out of an error's text: u's query string, as http.Client's
 // errors quote the URL (the password already cut out), and u's user
-// info (as written, as http.Client writes it, its password cut out, and
-// as url.URL.Redacted does), then the user name (which may be a token:
+// info past the URL's "//" (as written, as http.Client writes it, its
+// password cut out, and as url.URL.Redacted does), then the user name (which may be a token:
 // https://TOKEN@host/), the password and the basic auth the HTTP client
 // makes of them, each value of the query (as written, and unescaped) and
 // token on their own, where the server quoted them, and the user info
@@ -484,10 +488,12 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
 	}
 	if u.User != nil {
-		shown := redactUser(u.User).String() + "@"
-		pairs = append(pairs, u.User.String()+"@", shown)
+		// After the "//" of the URL: a short user name ("me") ends words
+		// too ("home@host").
+		shown := "//" + redactUser(u.User).String() + "@"
+		pairs = append(pairs, "//"+u.User.String()+"@", shown)
 		if _, ok := u.User.Password(); ok {
-			name := url.User(u.User.Username()).String()
+			name := "//" + url.User(u.User.Username()).String()
 			pairs = append(pairs, name+":***@", shown, name+":xxxxx@", shown)
 		}
 	}
@@ -1234,7 +1240,7 @@ func (im *Imported) connect(job context.Context) connected {
 			rt = bearer{token: im.opts.BearerToken, to: im.endpoint, next: im.http}
 		}
 		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
-		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: keepDelete}}
+		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: checkRedirect}}
 	}
 	changes := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "polyweave", Version: DefaultServerVersion}, &sdk.ClientOptions{
@@ -1405,7 +1411,7 @@ const sessionEndTimeout = 2 * time.Second
 // session management), and 404 Not Found, with which it answers for a
 // session it no longer knows, one it ended already. A redirect did not
 // end the session either, and is reported: it is not followed
-// (keepDelete).
+// (checkRedirect).
 type sessionEnd struct {
 	next http.RoundTripper
 	im   *Imported
@@ -1444,18 +1450,31 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, err
 }
 
-// keepDelete is the CheckRedirect of an import's HTTP client: the
+// checkRedirect is the CheckRedirect of an import's HTTP client. The
 // redirect of a DELETE, which ends a session, is not followed (the
-// client returns the redirect, which sessionEnd reports). http.Client
+// client returns the redirect, which sessionEnd reports): http.Client
 // would follow 301, 302 and 303 with a GET, whose answer says nothing of
 // the session, and 307 and 308 with a DELETE elsewhere than where the
-// session was opened. Other requests are redirected as http.Client's
-// default policy does.
-func keepDelete(req *http.Request, via []*http.Request) error {
-	if via[0].Method == http.MethodDelete {
+// session was opened. Nor is a redirect that would change the method of
+// another request: http.Client sends a POST redirected with 301, 302 or
+// 303 on as a GET without its body, which would lose the JSON-RPC
+// message it carries and read whatever answers the GET as the answer to
+// it; the request fails, saying so. 307 and 308 keep the method and the
+// body, and are followed as http.Client's default policy does (the
+// bearer token does not follow them to another origin: see bearer).
+func checkRedirect(req *http.Request, via []*http.Request) error {
+	first := via[0]
+	switch {
+	case first.Method == http.MethodDelete:
 		return http.ErrUseLastResponse
-	}
-	if len(via) >= 10 {
+	case req.Method != first.Method:
+		status := 0
+		if req.Response != nil {
+			status = req.Response.StatusCode
+		}
+		return fmt.Errorf("the server redirected the %s with HTTP %d %s, which would send it on as a %s: not followed",
+			first.Method, status, http.StatusText(status), req.Method)
+	case len(via) >= 10:
 		return errors.New("stopped after 10 redirects") // http.Client's default
 	}
 	return nil
@@ -1496,7 +1515,10 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port
-// (the scheme's default when none is written).
+// (the scheme's default when none is written). Hosts are compared as the
+// transport reaches them: in any case, with or without the trailing dot
+// of a fully qualified name, and an international name in its ASCII
+// form (as the transport dials it, and asks its certificate for).
 func sameOrigin(a, b *url.URL) bool {
 	port := func(u *url.URL) string {
 		if p := u.Port(); p != "" {
@@ -1510,5 +1532,12 @@ func sameOrigin(a, b *url.URL) bool {
 		}
 		return ""
 	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
+	host := func(u *url.URL) string {
+		h := strings.TrimSuffix(u.Hostname(), ".")
+		if ascii, err := idna.Lookup.ToASCII(h); err == nil {
+			h = ascii
+		}
+		return strings.ToLower(h)
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && host(a) == host(b) && port(a) == port(b)
 }

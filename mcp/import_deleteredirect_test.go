@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -22,27 +23,17 @@ import (
 func TestImport_CloseReportsARedirectedDelete(t *testing.T) {
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
-			var mu sync.Mutex
-			var reached []string
-			elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				mu.Lock()
-				reached = append(reached, r.Method)
-				mu.Unlock()
-				w.WriteHeader(http.StatusOK)
-			}))
-			t.Cleanup(elsewhere.Close)
+			elsewhere, reached := redirectTarget(t)
 			ss, url := newSessionServer(t, "", func(w http.ResponseWriter, r *http.Request) {
-				http.Redirect(w, r, elsewhere.URL+"/mcp", status)
+				http.Redirect(w, r, elsewhere+"/mcp", status)
 			})
 			err := ss.importAndClose(t, url)
 			want := fmt.Sprintf("the server did not end the session: it answered the DELETE with HTTP %d %s", status, http.StatusText(status))
 			if err == nil || !strings.Contains(err.Error(), want) {
 				t.Errorf("Close: %v; want it to say %q", err, want)
 			}
-			mu.Lock()
-			defer mu.Unlock()
-			if len(reached) != 0 {
-				t.Errorf("the redirect was followed: the place it points to got %v", reached)
+			if got := reached(); len(got) != 0 {
+				t.Errorf("the redirect was followed: the place it points to got %v", got)
 			}
 		})
 	}
@@ -79,5 +70,61 @@ func TestImport_BearerTokenStaysWithTheServer(t *testing.T) {
 		if strings.Contains(auth, urlBearer) {
 			t.Fatalf("the server redirected to got the bearer token: Authorization %q", auth)
 		}
+	}
+}
+
+// TestImport_RedirectedPostKeepsItsMethod: a POST (a JSON-RPC message of
+// streamable HTTP) that a server redirects with 301, 302 or 303, which
+// http.Client would send on as a GET without its body, is not followed:
+// the place the redirect points to gets nothing, and Import's error says
+// the server redirected the POST, with the status. A 307 or 308 keeps the
+// method and body, and is followed.
+func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			elsewhere, reached := redirectTarget(t)
+			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+				http.Redirect(w, r, elsewhere+"/mcp", status)
+			})
+			rt := actorstest.NewRuntime(t, nil)
+			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1})
+			if im != nil || err == nil {
+				t.Fatalf("Import: %v, %v; want an error", im, err)
+			}
+			got := reached()
+			if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
+				if len(got) == 0 || got[0] != http.MethodPost {
+					t.Errorf("the place the redirect points to got %v; want the POST", got)
+				}
+				return
+			}
+			if len(got) != 0 {
+				t.Errorf("the redirect was followed: the place it points to got %v", got)
+			}
+			want := fmt.Sprintf("the server redirected the POST with HTTP %d %s", status, http.StatusText(status))
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Import: %v; want it to say %q", err, want)
+			}
+		})
+	}
+}
+
+// redirectTarget starts a server, closed with the test, that answers
+// every request 404 and records its method; it returns the server's URL
+// and a function that returns the methods recorded so far.
+func redirectTarget(t *testing.T) (string, func() []string) {
+	var mu sync.Mutex
+	var reached []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		reached = append(reached, r.Method)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNotFound)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reached)
 	}
 }

@@ -136,12 +136,36 @@ func checkName(name string) (string, *refusal) {
 		if len(part) > maxComponentBytes {
 			return "", refuse(ReasonNameTooLong, fmt.Sprintf("a component has %d bytes, the limit is %d", len(part), maxComponentBytes))
 		}
-		if part == hiddenTempName {
-			return "", refuse(ReasonReserved, strconv.Quote(part)+" is where a write of a path hidden from commands keeps "+
-				"its content until it is renamed into place")
+		if rf := reservedPart(part); rf != nil {
+			return "", rf
 		}
 	}
 	return filepath.Clean(name), nil
+}
+
+// reservedPart refuses part, a component of a path, when it is the
+// name of the temporary file of a write of a path hidden from commands
+// (hiddenTempName) in any case: on a folder that ignores case, that
+// name is that very file.
+func reservedPart(part string) *refusal {
+	if !strings.EqualFold(part, hiddenTempName) {
+		return nil
+	}
+	return refuse(ReasonReserved, strconv.Quote(part)+" is where a write of a path hidden from commands keeps "+
+		"its content until it is renamed into place")
+}
+
+// reservedOnTheWay is reservedPart of each component of name (cleaned,
+// relative): a write that a symbolic link leads there is refused as a
+// write of that name is.
+func reservedOnTheWay(name string) *refusal {
+	for part := range strings.SplitSeq(filepath.ToSlash(name), "/") {
+		if reservedPart(part) != nil {
+			return refuse(ReasonReserved, "a symbolic link on the path leads to "+strconv.Quote(name)+
+				", and "+strconv.Quote(part)+" is where a write of a path hidden from commands keeps its content until it is renamed into place")
+		}
+	}
+	return nil
 }
 
 // checkPath is checkName for a path the workspace is to act on, and

@@ -73,8 +73,9 @@ var journalNameEscaper = strings.NewReplacer("%", "%25", "/", "%2F")
 const maxJournalNameInKey = durability.MaxNameLen - len(journalKeyPrefix) - len("/x")
 
 // journalNameFits returns an error wrapping durability.ErrInvalidName
-// when the journal named name could keep no session's writes: its key
-// would pass durability.MaxNameLen whatever the session id.
+// when the journal named name can record no session's writes: its key
+// would pass durability.MaxNameLen whatever the session id. What a
+// store holds under such a name already is still read (see load).
 func journalNameFits(name string) error {
 	inKey := len(journalKeyRest(name, "")) - len("/")
 	if inKey <= maxJournalNameInKey {
@@ -82,7 +83,8 @@ func journalNameFits(name string) error {
 	}
 	return fmt.Errorf("workspace: journal: a Name of %d bytes, %d in a key ('%%' and '/' are written in 3): %w: "+
 		"a journal keeps a session's writes under JournalKey (0xFF, \"undo/\", the name, '/', the session id), "+
-		"at most %d bytes (durability.MaxNameLen), so a Name takes up to %d bytes in a key; name the journal as its agent",
+		"at most %d bytes (durability.MaxNameLen), so a Name takes up to %d bytes in a key; "+
+		"such a journal records no new session (what a store holds under it is still read and undone): name the journal as its agent",
 		len(name), inKey, durability.ErrInvalidName, durability.MaxNameLen, maxJournalNameInKey)
 }
 
@@ -98,6 +100,9 @@ func (j *Journal) keyFits(session string) error {
 	key := len(j.key(session))
 	if key <= durability.MaxNameLen {
 		return nil
+	}
+	if err := journalNameFits(j.name); err != nil {
+		return err
 	}
 	inKey := len(journalKeyRest(j.name, "")) - len("/")
 	return fmt.Errorf("journal: a session id of %d bytes: %w: with the journal's Name of %d bytes (%d in a key), "+
@@ -134,10 +139,12 @@ type JournalOptions struct {
 	// other's request. Give each agent a journal of its own, named as the
 	// agent (agent.Options.Name). A journal's keys hold its Name and the
 	// session id, within durability.MaxNameLen bytes, the longest name
-	// every store takes: [NewJournal] refuses a Name that leaves no room
-	// for a session id, and the journal refuses the sessions whose key
-	// would be longer (their writes are not done), with errors wrapping
-	// durability.ErrInvalidName. Named as its agent, it takes every
+	// every store takes: the journal records no session whose key
+	// would be longer, none at all when the Name leaves no room for a
+	// session id (their writes are refused, not done, with errors
+	// wrapping durability.ErrInvalidName that say the lengths), though
+	// what a store holds under such a key (written by an earlier
+	// version) is still listed and undone. Named as its agent, it takes every
 	// session the agent takes with a Store.
 	Name string
 }
@@ -184,11 +191,6 @@ type Journal struct {
 func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Journal, error) {
 	if ws == nil || store == nil {
 		return nil, errors.New("workspace: journal needs a workspace and a store")
-	}
-	if o != nil {
-		if err := journalNameFits(o.Name); err != nil {
-			return nil, err
-		}
 	}
 	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}}
 	if o != nil && o.SessionOf != nil {
@@ -720,9 +722,14 @@ func (j *Journal) Undo(ctx context.Context, session, fromCall string) ([]Restore
 	// A path hidden from commands is not restored while one runs
 	// (hiddenWrite): the undo is refused before it restores anything,
 	// rather than midway.
+	// So is one whose name restore would refuse.
 	for _, r := range apply {
-		if rf := j.ws.hiddenInUse(r.Path); rf != nil {
-			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(rf, r.Path))
+		name, rf := j.ws.restoreName(r.Path)
+		if rf == nil {
+			rf = j.ws.hiddenInUse(name)
+		}
+		if rf != nil {
+			return nil, fmt.Errorf("workspace: undo: restore %s: %w", r.Path, undoRefused(j.ws.explain(r.Path, rf), r.Path))
 		}
 	}
 	var restored []Restored
@@ -785,11 +792,29 @@ func replacedSince(r Reason) bool {
 	return false
 }
 
-// restore puts back what r replaced, with write_file's checks of the
-// name: a link a command made on the way to a path hidden from commands
-// would otherwise take the restored content where they see it.
+// restoreName is the name a restore of path acts on, with write_file's
+// checks of the name (checkWriteName): a link a command made on the way
+// to a path hidden from commands would otherwise take the restored
+// content where they see it. A link to a folder on the way is resolved
+// as a write's is (throughLinks): the restore is judged by where it
+// lands, a path hidden from commands maybe (pub/key.txt is sec/key.txt
+// once a command made pub a link to sec), which is not written nor
+// removed while a command runs.
+func (w *Workspace) restoreName(path string) (string, *refusal) {
+	name, rf := w.checkWriteName(path)
+	if rf != nil {
+		return "", rf
+	}
+	target, rf := w.throughLinks(name)
+	if rf == nil && target != name {
+		rf = reservedOnTheWay(target)
+	}
+	return target, rf
+}
+
+// restore puts back what r replaced, at restoreName.
 func (w *Workspace) restore(r *writeRecord) error {
-	name, rf := w.checkWriteName(r.Path)
+	name, rf := w.restoreName(r.Path)
 	if rf != nil {
 		return undoRefused(w.explain(r.Path, rf), r.Path)
 	}

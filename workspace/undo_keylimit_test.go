@@ -21,28 +21,87 @@ import (
 	"github.com/polyweave/polyweave-go/workspace"
 )
 
-// TestNewJournal_NameLeavesNoRoomForSessions: NewJournal refuses a Name
-// whose JournalKey leaves no room for a session id within
-// durability.MaxNameLen, counting the name as the key writes it ('/' as
-// %2F), with an error wrapping durability.ErrInvalidName that says the
-// name's length, its length in a key and the limit; the longest name
-// that leaves room for an id of one byte is taken.
+// TestNewJournal_NameLeavesNoRoomForSessions: a journal whose Name
+// leaves no room for a session id within durability.MaxNameLen
+// (counting the name as the key writes it, '/' as %2F) is opened, so
+// that what a store holds under it (boltstore takes such keys, and an
+// earlier version wrote them) is still listed and undone; it records
+// no new session: the write is refused, not done, and on a store that
+// refuses the key Changes fails, each with an error wrapping
+// durability.ErrInvalidName that says the name's length, its length
+// in a key, the limit and the longest name that fits. The longest name
+// that leaves room for an id of one byte records as any other.
 func TestNewJournal_NameLeavesNoRoomForSessions(t *testing.T) {
-	store := memstore.New(nil)
-	defer store.Close()
-	ws, err := workspace.New(t.TempDir(), nil)
+	ctx := undoCtx(t)
+	mem := memstore.New(nil)
+	defer mem.Close()
+	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bolt.Close()
+	dir := t.TempDir()
+	ws, err := workspace.New(dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ws.Close()
+	rt := actorstest.NewRuntime(t, nil)
 	longest := durability.MaxNameLen - len(workspace.JournalKey("", "x")) + len(agent.DefaultName)
-	if _, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: strings.Repeat("n", longest)}); err != nil {
+	j, err := workspace.NewJournal(ws, mem, &workspace.JournalOptions{Name: strings.Repeat("n", longest)})
+	if err != nil {
 		t.Fatalf("a name of %d bytes: %v", longest, err)
 	}
-	for _, name := range []string{strings.Repeat("n", longest+1), strings.Repeat("a/", longest/4+1)} {
+	if got := startJournal(t, rt, j).call(agent.StreamID("x", 1), "c0", workspace.WriteFileToolName, `{"path":"x.txt","content":"X"}`); !strings.Contains(got, `"success":true`) {
+		t.Fatalf("a write of session x, journal name of %d bytes: %s", longest, got)
+	}
+	for i, name := range []string{strings.Repeat("n", longest+1), strings.Repeat("a/", longest/4+1)} {
 		inKey := len(workspace.JournalKey(name, "x")) - len(workspace.JournalKey("", "x")) + len(agent.DefaultName)
-		_, err := workspace.NewJournal(ws, store, &workspace.JournalOptions{Name: name})
-		invalidName(t, fmt.Sprintf("a name of %d bytes (%d in a key)", len(name), inKey), err, len(name), inKey, durability.MaxNameLen, longest)
+		what := fmt.Sprintf("a name of %d bytes (%d in a key)", len(name), inKey)
+		if _, err := workspace.NewJournal(ws, mem, &workspace.JournalOptions{Name: name}); err != nil {
+			t.Fatalf("NewJournal, %s: %v; want it opened, for what stores hold under it", what, err)
+		}
+		mj, err := workspace.NewJournal(ws, mem, &workspace.JournalOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = mj.Changes(ctx, "x")
+		invalidName(t, what+", Changes on memstore", err, len(name), inKey, durability.MaxNameLen, longest)
+
+		// What boltstore holds under the name is read and undone.
+		file := fmt.Sprintf("old%d.txt", i)
+		if err := os.WriteFile(filepath.Join(dir, file), []byte("A1"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256([]byte("A1"))
+		event := fmt.Sprintf(`{"write":{"call_id":"c1","path":%q,"existed":false,"new_hash":%q}}`, file, hex.EncodeToString(sum[:]))
+		if err := bolt.PersistEvent(ctx, workspace.JournalKey(name, "s"), 0, []byte(event)); err != nil {
+			t.Fatal(err)
+		}
+		bj, err := workspace.NewJournal(ws, bolt, &workspace.JournalOptions{Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changes, err := bj.Changes(ctx, "s"); err != nil || len(changes) != 1 || changes[0].Path != file {
+			t.Fatalf("%s, Changes of the journal boltstore holds: %+v, %v; want the write of %s", what, changes, err, file)
+		}
+		if restored, err := bj.Undo(ctx, "s", ""); err != nil || len(restored) != 1 || !restored[0].Removed {
+			t.Fatalf("%s, Undo of the journal boltstore holds: %+v, %v; want %s removed", what, restored, err, file)
+		}
+		if got := content(t, filepath.Join(dir, file)); got != "<none>" {
+			t.Errorf("%s: %s after the undo: %q, want it removed", what, file, got)
+		}
+
+		// A new session is not recorded, nor written.
+		got := startJournal(t, rt, bj).call(agent.StreamID("t", 1), "c2", workspace.WriteFileToolName, `{"path":"b.txt","content":"B1"}`)
+		if strings.Contains(got, `"success":true`) || content(t, filepath.Join(dir, "b.txt")) != "<none>" {
+			t.Errorf("%s, a write of a new session on boltstore: %s; want it refused, not done", what, got)
+		}
+		for _, n := range []int{len(name), inKey, durability.MaxNameLen, longest} {
+			if !strings.Contains(got, strconv.Itoa(n)) {
+				t.Errorf("%s, the refused write: %s does not say %d", what, got, n)
+			}
+		}
 	}
 }
 

@@ -438,6 +438,10 @@ type Workspace struct {
 	// temporary file is written and synced; true stops the write there,
 	// failed, as a crash would: the temporary file is left behind.
 	hookCrash func() bool
+	// hookHiddenTempWait, when set by tests, is called by a write of a
+	// path hidden from commands that is to wait for another (of any
+	// workspace of the process) to be done with hiddenTempName.
+	hookHiddenTempWait func()
 	// hookReap, when set by tests, runs before the helper of an ended
 	// sandboxed command is reaped, in the goroutine that reaps it.
 	hookReap func()

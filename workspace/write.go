@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
@@ -31,11 +32,14 @@ const tempPrefix = ".polyweave-write-"
 // (ReasonReserved), and listings leave it out; the next write of a
 // hidden path in that directory removes it before it writes its own,
 // and opening the workspace removes those left in those directories.
-// Writes of hidden paths are one at a time (hiddenWrite), so the one
-// there as such a write begins is left over. A symbolic link a command
-// made to it is followed by read_file as a link to the hidden path
-// itself would be: the file tools read hidden paths, and the file holds
-// what write_file or undo was writing there.
+// Writes of hidden paths are one at a time, those of every workspace of
+// the process (hiddenTempMu), and a folder's with those of other
+// processes (lockTempDir: the write is refused while another holds the
+// folder), so the one there as such a write begins is left over. A
+// symbolic link a command made to it is followed by read_file as a
+// link to the hidden path itself would be: the file tools read hidden
+// paths, and the file holds what write_file or undo was writing there;
+// write_file refuses to write through it.
 const hiddenTempName = tempPrefix + "~hidden.tmp"
 
 // WriteFile replaces (or creates) a file in the workspace atomically: the
@@ -57,7 +61,8 @@ const hiddenTempName = tempPrefix + "~hidden.tmp"
 // though its directory is writable); their permission bits are kept.
 // A path hidden from commands is not written while a sandboxed command
 // runs, which would see it: the write is refused (ReasonHiddenInUse),
-// to be tried again once the command has ended. Its temporary file has
+// to be tried again once the command has ended; so it is while another
+// process writes a hidden path in the same folder. Its temporary file has
 // a name of its own, hidden from commands too (see hiddenTempName),
 // which write_file and read_file refuse (ReasonReserved).
 //
@@ -96,7 +101,9 @@ func (w *Workspace) writeFile(ctx context.Context, in WriteFileInput, record fun
 	if rf == nil && target != name {
 		// A link at name, followed: one a command planted after the
 		// check (linkToHidden) is refused on what was followed.
-		rf = w.linkedHidden(name, name)
+		if rf = w.linkedHidden(name, name); rf == nil {
+			rf = reservedOnTheWay(target)
+		}
 	}
 	if rf != nil {
 		return w.writeRefused(in.Path, rf), nil
@@ -442,6 +449,10 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 		defer end()
 	}
 	hidden := end != nil
+	if hidden {
+		w.lockHiddenTemp()
+		defer hiddenTempMu.Unlock()
+	}
 	if done, rf := w.replaceBeneath(target, perm, exists, content, hidden); done {
 		return rf
 	}
@@ -453,8 +464,13 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	}
 	tmp := filepath.Join(dir, tempName(hidden))
 	if hidden {
+		unlock, rf := w.lockTempDirOf(dir)
+		if rf != nil {
+			return rf
+		}
+		defer unlock()
 		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return classifyWrite(err, tmp, target)
+			return leftoverRefused(err)
 		}
 	}
 	f, err := w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
@@ -485,6 +501,42 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	}
 	return nil
 }
+
+// leftoverRefused refuses a write of a path hidden from commands whose
+// folder holds, under hiddenTempName, what the write could not remove
+// (err): a folder of that name, say, which a command may have made.
+func leftoverRefused(err error) *refusal {
+	return refuse(ReasonReserved, fmt.Sprintf("its folder holds %q, the name of the temporary file of such writes, "+
+		"which could not be removed (%v); nothing was written: remove it", hiddenTempName, unwrapPathError(err)))
+}
+
+// hiddenTempMu makes the writes of paths hidden from commands in the
+// process use hiddenTempName one at a time, those of every workspace:
+// several may be open on one directory (hideMu is one workspace's), and
+// one write would otherwise remove the temporary file of another in
+// the same folder, or rename the other's content, written in part or
+// whole, over its own target, another hidden path. Another process is
+// kept apart by the lock on the folder (lockTempDir). Taken after
+// hideMu.
+var hiddenTempMu sync.Mutex
+
+// lockHiddenTemp takes hiddenTempMu, waiting for the write that holds
+// it.
+func (w *Workspace) lockHiddenTemp() {
+	if hiddenTempMu.TryLock() {
+		return
+	}
+	if w.hookHiddenTempWait != nil {
+		w.hookHiddenTempWait()
+	}
+	hiddenTempMu.Lock()
+}
+
+// hiddenTempBusy says why a write of a path hidden from commands is
+// refused while another process writes one in the same folder.
+const hiddenTempBusy = "another process is writing a path hidden from commands in the same folder " +
+	"(a workspace it opened on this directory), and such writes keep their content under one name there " +
+	"until it is renamed into place; nothing was written: write it again once that one is done"
 
 // tempName is the name of the temporary file of a write, in its
 // target's directory: hiddenTempName for a path hidden from commands,
@@ -660,18 +712,32 @@ func (w *Workspace) hiddenTemps(resolved []sandbox.HiddenPath) ([]sandbox.Hidden
 	if len(paths) == 0 {
 		return nil, nil
 	}
+	// No write of the process makes or renames one meanwhile, which
+	// would fail the resolution between its look-ups.
+	w.lockHiddenTemp()
+	defer hiddenTempMu.Unlock()
 	for _, p := range paths {
 		w.removeLeftTemps(p)
 	}
 	temps, _, err := sandbox.ResolveHideNoting(paths, w.dir)
+	// What is there now is not the tools' (a FIFO, a folder, another
+	// process's write under way): hidden while it is there, as a path
+	// to hide that did not exist, but its going, by the next write of a
+	// hidden path there, is no move that refuses the commands
+	// ([sandbox.ErrHiddenMoved]).
+	for i := range temps {
+		temps[i].Dev, temps[i].Ino = 0, 0
+	}
 	return temps, err
 }
 
 // removeLeftTemps removes the temporary files of writes of hidden paths
 // that p (absolute, in the workspace: a path or a pattern whose last
 // component is hiddenTempName) names, which a crash left: regular files
-// reached with no symbolic link on the way. A directory that cannot be
-// listed is passed over; the sandboxes hide what is left.
+// reached with no symbolic link on the way, in a folder no other
+// process writes a hidden path in (lockTempDirOf). A directory that
+// cannot be listed is passed over; the sandboxes hide what is left.
+// hiddenTempMu held.
 func (w *Workspace) removeLeftTemps(p string) {
 	rel, err := filepath.Rel(w.dir, p)
 	if err != nil || !filepath.IsLocal(rel) {
@@ -688,7 +754,13 @@ func (w *Workspace) removeLeftTemps(p string) {
 		if fi, err := w.root.Lstat(name); err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		if err := w.root.Remove(name); err != nil {
+		unlock, rf := w.lockTempDirOf(filepath.Dir(name))
+		if rf != nil {
+			continue // another process's write, under way
+		}
+		err := w.root.Remove(name)
+		unlock()
+		if err != nil {
 			w.log.Warn("workspace: remove the temporary file a write of a hidden path left", "path", name, "err", err)
 		} else {
 			w.log.Info("workspace: removed the temporary file a write of a hidden path left (a crash, say)", "path", name)

@@ -54,9 +54,12 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 
 	tmp := tempName(hidden)
 	if hidden {
+		if rf := w.lockTempDir(d, dir); rf != nil {
+			return true, rf
+		}
 		// One left by a crash: see hiddenTempName.
 		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
-			return true, classifyWrite(&fs.PathError{Op: "remove", Path: tmp, Err: err}, tmp, target)
+			return true, leftoverRefused(err)
 		}
 	}
 	var fd int
@@ -141,4 +144,46 @@ func noEINTR(fn func() error) error {
 			return err
 		}
 	}
+}
+
+// lockTempDir locks the folder d (dir, relative to the root) for a
+// write of a path hidden from commands there, or the removal of what
+// such a write left (see hiddenTempName): an exclusive flock(2) on the
+// descriptor, which another process holding it (its own write there)
+// makes refused (ReasonHiddenInUse) rather than waited for: a process
+// may hold it for as long as it likes. The lock goes with the
+// descriptor. A file system that has no such locks is written
+// unlocked: the writes of the process are one at a time all the same
+// (hiddenTempMu).
+func (w *Workspace) lockTempDir(d int, dir string) *refusal {
+	err := noEINTR(func() error { return unix.Flock(d, unix.LOCK_EX|unix.LOCK_NB) })
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, unix.EWOULDBLOCK):
+		return refuse(ReasonHiddenInUse, hiddenTempBusy)
+	}
+	w.log.Debug("write_file: no lock on the folder of a hidden path's temporary file", "path", dir, "err", err)
+	return nil
+}
+
+// lockTempDirOf is lockTempDir of the folder dir (relative to the
+// root, cleaned), opened through the root; unlock closes it.
+func (w *Workspace) lockTempDirOf(dir string) (unlock func(), rf *refusal) {
+	f, err := w.root.Open(dir)
+	if err != nil {
+		return nil, classify(err)
+	}
+	rc, err := f.SyscallConn()
+	if err == nil {
+		err = rc.Control(func(fd uintptr) { rf = w.lockTempDir(int(fd), dir) })
+	}
+	if err != nil {
+		rf = classify(err)
+	}
+	if rf != nil {
+		f.Close()
+		return nil, rf
+	}
+	return func() { f.Close() }, nil
 }

@@ -185,7 +185,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "v1/messages", body, &res); err != nil {
-		return nil, fail("request", describe(err))
+		return nil, fail("request", describe(ctx, err))
 	}
 	if err := httpadapter.CheckEventStream(res, ErrNotEventStream); err != nil {
 		return nil, fail("request", err)
@@ -205,7 +205,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		}
 	}
 	if err := events.Err(); err != nil {
-		return nil, fail("read stream", describe(err))
+		return nil, fail("read stream", describe(ctx, err))
 	}
 	if ctx.Err() != nil {
 		return nil, fail("read stream", ctx.Err())
@@ -220,11 +220,16 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 }
 
 // APIError is an error the API answered with: an HTTP error status, or
-// an error event in the stream (Status 200 then). It unwraps to the SDK's
-// *anthropic.Error. The text of an HTTP error status also names the
-// request (method and URL, without user info or query), and quotes the
-// start of the body when it is not the API's error (a proxy's page); of
-// a long Type or Message, it keeps the start.
+// an error event in the stream (Status 200 then). It keeps what a caller
+// needs of the SDK's *anthropic.Error and does not unwrap to it: that
+// error's text names the request's URL with its user info and quotes the
+// whole body, and it holds the request, API key included. The text of
+// an HTTP error status also names the request (method and URL, without
+// user info or query), and quotes the start of the body when it is not
+// the API's error (a proxy's page); of a long Type or Message, it keeps
+// the start. Its Type, Message and text have the request's credentials
+// cut out, as the text of the error the adapter answers with (which
+// wraps it) has.
 type APIError struct {
 	Status int
 	// Type is the error's type ("overloaded_error", "rate_limit_error",
@@ -232,8 +237,10 @@ type APIError struct {
 	// are empty for a body that is not the API's error.
 	Type    string
 	Message string
-	text    string // of an HTTP error status
-	err     error
+	// RequestID is the request-id the server answered with, if any: the
+	// request's name when asking the provider about it.
+	RequestID string
+	text      string // of an HTTP error status
 }
 
 func (e *APIError) Error() string {
@@ -243,25 +250,25 @@ func (e *APIError) Error() string {
 	return fmt.Sprintf("error event in the stream: %s: %s", httpadapter.Message(e.Type), httpadapter.Message(e.Message))
 }
 
-func (e *APIError) Unwrap() error { return e.err }
-
 // describe turns the SDK's API error, whose text is the request's URL
 // (with any user info) and the whole raw body, into an *APIError saying
-// what the server said, marked models.Permanent when its status says
-// another attempt would fail too.
-func describe(err error) error {
+// what the server said (which does not wrap it), with the credentials of
+// the request of ctx cut out of its fields and text, marked
+// models.Permanent when its status says another attempt would fail too.
+func describe(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
-		e := &APIError{Status: apiErr.StatusCode, Type: string(apiErr.Type()), Message: apiErr.Message, err: err}
+		redact := func(s string) string { return httpadapter.Redact(ctx, s) }
+		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: apiErr.RequestID}
 		switch {
 		case e.Status != http.StatusOK:
 			message := e.Message
 			if message == "" && e.Type != "" {
 				message = "(no message)"
 			}
-			e.text = httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, e.Type, message)
+			e.text = redact(httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, e.Type, message))
 		case e.Type == "" && e.Message == "":
-			e.text = "error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON()))
+			e.text = redact("error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON())))
 		}
 		err = e
 	}

@@ -18,8 +18,9 @@
 //   - it reports each wait in line and each retry as an [Event], to
 //     Options.OnEvent and to the observer of the request's context
 //     ([WithObserver]): the adapters of this module turn those into META
-//     [MetaEvent] frames on the stream of the request, with the
-//     credentials of the request cut out of their Error as out of an
+//     [MetaEvent] frames on the stream of the request. The credentials
+//     of the request are cut out of their Error, for both
+//     ([WithRedaction]): by the adapters of this module as out of an
 //     ERROR frame's text.
 //   - its waits (in line, between retries) stop the idle bound of the
 //     adapter's answer ([WithWaits]): a Retry-After or a queue longer

@@ -8,7 +8,9 @@ import (
 	"math"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -44,10 +46,9 @@ type Options struct {
 	MaxConcurrent int
 	// OnEvent, when set, receives every event, on the goroutine of the
 	// request; it must not block. The Error of a retry is the failed
-	// attempt's as the transport below returned it, which may quote a
-	// credential of the request (a proxy refusing a tunnel quotes in its
-	// reason what it was sent): log it with care. (The adapters' META
-	// events have the request's credentials cut out of it.)
+	// attempt's, which may quote a credential of the request (a proxy
+	// refusing a tunnel quotes in its reason what it was sent), with the
+	// request's credentials cut out (see [WithRedaction]).
 	OnEvent func(Event)
 	// Sleep waits d or until ctx ends (returning ctx's error); default: a
 	// timer. Tests make time an input with it.
@@ -80,6 +81,63 @@ type observerKey struct{}
 func WithObserver(ctx context.Context, observe func(Event)) context.Context {
 	return context.WithValue(ctx, observerKey{}, observe)
 }
+
+type redactionKey struct{}
+
+// WithRedaction returns a context whose requests have redact cut the
+// credentials it knows of out of the Error of their events, before
+// Options.OnEvent and the observer see it (the adapters of this module
+// set it, with all a request carried on the wire). Without it, and
+// before it, the Transport cuts out what it sees of the request: the
+// credential of its Authorization and Proxy-Authorization headers (past
+// the scheme), the user info of its URL, and its query string and each
+// value of it, those of 8 bytes or more.
+func WithRedaction(ctx context.Context, redact func(string) string) context.Context {
+	return context.WithValue(ctx, redactionKey{}, redact)
+}
+
+// attemptError returns the text of err, the error of an attempt of req,
+// with the credentials of req cut out (see WithRedaction).
+func attemptError(req *http.Request, err error) string {
+	text := err.Error()
+	var secrets []string
+	for _, name := range []string{"Authorization", "Proxy-Authorization"} {
+		for _, v := range req.Header.Values(name) {
+			v = strings.TrimSpace(v)
+			if _, credential, ok := strings.Cut(v, " "); ok {
+				v = strings.TrimSpace(credential)
+			}
+			secrets = append(secrets, v)
+		}
+	}
+	if u := req.URL; u != nil {
+		if u.User != nil {
+			password, _ := u.User.Password()
+			secrets = append(secrets, u.User.String(), u.User.Username(), password)
+		}
+		secrets = append(secrets, u.RawQuery)
+		for pair := range strings.SplitSeq(u.RawQuery, "&") {
+			_, value, _ := strings.Cut(pair, "=")
+			secrets = append(secrets, value)
+			if v, err := url.QueryUnescape(value); err == nil {
+				secrets = append(secrets, v)
+			}
+		}
+	}
+	for _, s := range secrets {
+		if len(s) >= minSecret {
+			text = strings.ReplaceAll(text, s, "[redacted]")
+		}
+	}
+	if redact, ok := req.Context().Value(redactionKey{}).(func(string) string); ok {
+		text = redact(text)
+	}
+	return text
+}
+
+// minSecret is the length from which a credential the Transport sees is
+// cut out of an event's Error: a shorter one would cut words.
+const minSecret = 8
 
 type waitsKey struct{}
 
@@ -282,7 +340,7 @@ func (t *Transport) send(req *http.Request) (*http.Response, error) {
 		var after time.Duration
 		switch {
 		case err != nil:
-			ev.Error = err.Error()
+			ev.Error = attemptError(try, err)
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 			ev.Status = resp.StatusCode
 			var ok bool

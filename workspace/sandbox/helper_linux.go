@@ -57,6 +57,10 @@ type setupRequest struct {
 	EtcLinkDirs  []string `json:"etcLinkDirs,omitempty"`
 	Hidden       []string `json:"hidden,omitempty"`
 	ReadableDirs []string `json:"readableDirs,omitempty"`
+	// etcLinked is where the links of EtcLinkDirs led as the sandbox
+	// was set up (see etcLinked), for checkCovered to plan as the
+	// set-up did: by then they may be hidden, or out of its reach.
+	etcLinked []string
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -391,14 +395,19 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(req.Hidden, wsPath)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath)
+	// Where the links of /etc lead, found before the hiding covers
+	// them: left alone where a place kept for a link in the workspace
+	// leads (see HiddenPath.LedOut), and readable with Landlock.
+	etc := etcLinked(req.EtcLinkDirs, wsPath)
+	req.etcLinked = etc
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath, etc)
 	if err != nil {
 		return p, "", nil, err
 	}
 	// Where the files kept visible are, found before the hiding covers
 	// the links that lead there.
 	readable := keptReadable(keep, wsPath)
-	etcFiles, etcDirs := etcLinkTargets(req.EtcLinkDirs, req.ReadableDirs, wsPath, append(slices.Clone(plan.outside), plan.inside...))
+	etcFiles, etcDirs := etcLinkTargets(etc, req.ReadableDirs, append(slices.Clone(plan.outside), plan.inside...))
 	readable = append(readable, etcFiles...)
 	kept, err := keepFiles(keep, others, cfg.Resolved, wsPath, &plan)
 	defer func() {
@@ -442,7 +451,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// mounted: beneath /tmp, it was not there to be found before (the
 	// sandbox's own /tmp covers the host's), unlike the paths inside it
 	// that were resolved when it was opened (their identities say where).
-	late, err := planHidingLedOut(plan.missing, nil, plan.missingTargets, wsPath, plan.ledOut)
+	late, err := planHidingLedOut(plan.missing, nil, plan.missingTargets, wsPath, plan.ledOut, etc)
 	if err != nil {
 		return p, "", nil, err
 	}
@@ -943,17 +952,18 @@ func keptReadable(keep []string, wsPath string) []string {
 	return files
 }
 
-// etcLinkTargets returns where the symbolic links directly in the
-// directories of etcDirs ([EtcLinkDirs]) lead, followed in the host's
-// view, when that is outside the directories of readableDirs
-// ([ReadableDirs]): files and directories the system's configuration
-// names, which commands read through /etc and which Landlock would
-// refuse otherwise. A target is left out when it is hidden (within a
-// path of hidden, whose covers would be read anyway), is "/", holds the
-// workspace wsPath or is in it, or is a directory just below "/" (a
-// link to /var or /home would open far more than the configuration).
-func etcLinkTargets(etcDirs, readableDirs []string, wsPath string, hidden []string) (files, dirs []string) {
-	for _, path := range etcLinked(etcDirs, wsPath) {
+// etcLinkTargets returns, of etc (where the symbolic links directly in
+// the directories of [EtcLinkDirs] lead, followed in the host's view:
+// see etcLinked), those outside the directories of readableDirs
+// ([ReadableDirs]), as files and directories: what the system's
+// configuration names, which commands read through /etc and which
+// Landlock would refuse otherwise. A target is left out when it is
+// hidden (within a path of hidden, whose covers would be read anyway);
+// etcLinked left out "/", what holds the workspace or is in it, and a
+// directory just below "/" (a link to /var or /home would open far
+// more than the configuration).
+func etcLinkTargets(etc, readableDirs []string, hidden []string) (files, dirs []string) {
+	for _, path := range etc {
 		if slices.ContainsFunc(readableDirs, func(r string) bool { return within(path, r) }) ||
 			slices.ContainsFunc(hidden, func(h string) bool { return within(path, h) }) {
 			continue
@@ -1236,11 +1246,12 @@ func (r *fdReader) readByte() (byte, error) {
 // inode the file there has now; nor a directory the set-up pinned
 // (see pinWays), a mount root too, moved since by the host to a name
 // to hide. This process lists, as root in the sandbox's user
-// namespace, every directory a command could make readable.
+// namespace, every directory a command could make readable. Where the
+// links of /etc lead is what the set-up found (req.etcLinked).
 func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers) error {
 	defaults, others := hideList(req.Hidden, wsPath)
 	targets = append(slices.Clone(req.LinkTargets), targets...)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath, req.etcLinked)
 	if err != nil {
 		return err
 	}

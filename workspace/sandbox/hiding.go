@@ -246,15 +246,21 @@ type HiddenPath struct {
 	// for sec/*.key with sec -> /elsewhere/sec). That link may be a
 	// command's, and so the place: a match there, or the path, that
 	// leads to "/", to the workspace, or to, into or above a directory
-	// of [ReadableDirs] leads nowhere at a set-up, as it does through
-	// the link as the workspace is opened (where the links of
-	// [EtcLinkDirs] lead is left out only as it is opened: a match
-	// there made since is hidden). The same pattern or path named in Hide is
-	// hidden by the usual rules. Where a directory on the way was
-	// missing, the place kept is beneath the deepest that existed
-	// (/elsewhere/sec/sub/a.key for sec/sub/a.key); the wildcards in
-	// the names of the place the links led to are escaped, so that it
-	// leads there only.
+	// of [ReadableDirs] or where a link of [EtcLinkDirs] leads (as the
+	// sandbox is set up) leads nowhere at a set-up, as it does through
+	// the link as the workspace is opened: what commands need to run
+	// stays theirs. A directory there that holds more than 64 of a
+	// pattern's matches is hidden whole, with one cover, rather than
+	// match by match, when it is neither "/", nor such a system place,
+	// nor holds the workspace (see [MaxHidden]). The same pattern or
+	// path named in Hide is hidden by the usual rules. Where a
+	// directory on the way was missing, the place kept is beneath the
+	// deepest that existed (/elsewhere/sec/sub/a.key for
+	// sec/sub/a.key); the wildcards in the names of the place the links
+	// led to are escaped, so that it leads there only: a name so
+	// escaped is looked up as written, byte for byte, not whatever its
+	// case (on a case-sensitive directory, S[1] leads to S[1], not to
+	// s[1] beside it).
 	LedOut bool `json:"ledOut,omitempty"`
 }
 
@@ -439,7 +445,14 @@ func (t *LinkTargets) add(found []string) {
 // what commands need to run, so a command cannot make later sandboxes
 // hide the system. A secret kept there is hidden by naming it itself
 // in Hide, not through a link ([ResolveHideNoting] says which entries
-// such a link led nowhere, for the host to warn of). A FIFO is never
+// such a link led nowhere, for the host to warn of). Nor can such a
+// link make later sandboxes fail for a pattern matching more than
+// [MaxHidden] paths where it leads: a directory there that holds more
+// than 64 of its matches is hidden whole, with one cover (unless it is
+// "/", a system place as above, or holds the workspace); a pattern
+// that still leads through it to more than MaxHidden paths is refused
+// ([ErrTooManyHidden], with [ErrConfig]), the error naming the link
+// and where it leads, for the host to remove it. A FIFO is never
 // opened, and each directory is listed once per component of a
 // pattern, whatever number of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
@@ -504,6 +517,28 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				note.Path, note.To = dir, to
 			}
 		}
+		// keep keeps the path m, at r where it leads ("" for nowhere
+		// yet), with its identity.
+		keep := func(m, r string) error {
+			hp := HiddenPath{Path: filepath.Clean(m)}
+			if r != "" {
+				fi, err := os.Lstat(r)
+				if err != nil {
+					return fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+				}
+				hp.Path = r
+				hp.Dev, hp.Ino = fileID(fi)
+			}
+			if !have[hp] {
+				have[hp] = true
+				out = append(out, hp)
+			}
+			return nil
+		}
+		// The pattern's matches out of the workspace through a link in
+		// it, where they lead, and the first such link.
+		var led []string
+		var link string
 		for _, m := range matches {
 			r, err := resolveHidden(nil, m, ws, false)
 			if err != nil && throughWorkspaceLink(m, ws) {
@@ -524,18 +559,17 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				}
 				r = ""
 			}
-			hp := HiddenPath{Path: filepath.Clean(m)}
-			if r != "" {
-				fi, err := os.Lstat(r)
-				if err != nil {
-					return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
+			if isPattern(h) && r != "" && !within(r, ws) {
+				if l := workspaceLinkOn(m, ws); l != "" {
+					if link == "" {
+						link = l
+					}
+					led = append(led, r)
+					continue
 				}
-				hp.Path = r
-				hp.Dev, hp.Ino = fileID(fi)
 			}
-			if !have[hp] {
-				have[hp] = true
-				out = append(out, hp)
+			if err := keep(m, r); err != nil {
+				return nil, nil, err
 			}
 			if r != "" || isPattern(h) {
 				continue
@@ -550,6 +584,22 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			}
 			if to != "" && note.To == "" {
 				note.Path, note.To = dir, to
+			}
+		}
+		gathered := gatherCrowds(led, ws, etc())
+		// What is in the sandbox's own /tmp and /dev counts for nothing
+		// (see sandboxesOwn).
+		if counted := len(slices.DeleteFunc(slices.Clone(gathered), sandboxesOwn)); counted > MaxHidden {
+			to, _ := resolveLinks(nil, link, ws, true)
+			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
+				"which leads out of it to %s, to %d paths to hide, more than MaxHidden (%d), in directories none of "+
+				"which holds more than %d of them to be hidden whole; the link may be a command's: remove it from "+
+				"outside the sandboxes (os.Remove removes the link, not what it leads to), or name in Hide what it "+
+				"leads to that is secret", ErrConfig, i, h, ErrTooManyHidden, link, to, counted, MaxHidden, crowd)
+		}
+		for _, r := range gathered {
+			if err := keep(r, r); err != nil {
+				return nil, nil, err
 			}
 		}
 		if note.To != "" {
@@ -606,8 +656,9 @@ func ledOutOfWorkspace(h, wsPath string, etc func() []string) (ledOut, dir, to s
 // escapeNames returns the path p (clean) with the wildcards of its
 // names escaped (see filepath.Match), so that as part of a path or
 // pattern to hide it leads only to p: a name with a wildcard is
-// matched (whatever its case, as the set-ups match), one without is
-// looked up as it is written, backslashes and all.
+// listed and matched as written, byte for byte (see matchName), one
+// without is looked up as it is written, backslashes and all. The
+// names are taken as bytes: one that is not UTF-8 stays itself.
 func escapeNames(p string) string {
 	if !isPattern(p) {
 		return p
@@ -616,11 +667,11 @@ func escapeNames(p string) string {
 	for k, n := range names {
 		if isPattern(n) {
 			var b strings.Builder
-			for _, c := range n {
-				if strings.ContainsRune(`*?[\`, c) {
+			for i := 0; i < len(n); i++ {
+				if strings.IndexByte(`*?[\`, n[i]) >= 0 {
 					b.WriteByte('\\')
 				}
-				b.WriteRune(c)
+				b.WriteByte(n[i])
 			}
 			names[k] = b.String()
 		}
@@ -669,17 +720,62 @@ func etcLinked(etcDirs []string, wsPath string) []string {
 // throughWorkspaceLink reports whether the way to the path m
 // (absolute) goes through a link in the workspace wsPath (a command's)
 // before it ends or fails.
-func throughWorkspaceLink(m, wsPath string) bool {
-	met := false
+func throughWorkspaceLink(m, wsPath string) bool { return workspaceLinkOn(m, wsPath) != "" }
+
+// workspaceLinkOn returns the first link in the workspace wsPath on
+// the way to the path m (absolute), or "" when there is none before
+// the way ends or fails.
+func workspaceLinkOn(m, wsPath string) string {
+	var link string
 	_, _ = walkLinks(m, func(_, next string) (os.FileInfo, error) {
 		fi, err := os.Lstat(next)
 		if err == nil && fi.Mode()&os.ModeSymlink != 0 && within(next, wsPath) {
-			met = true
+			link = next
 			return nil, errors.New("a link in the workspace")
 		}
 		return fi, err
 	})
-	return met
+	return link
+}
+
+// crowd is the number of matches of one pattern to hide, in one
+// directory, beyond which the directory is hidden whole rather than
+// each match (see gatherCrowds).
+const crowd = 64
+
+// gatherCrowds returns rs, the places where the matches of one pattern
+// to hide lead out of the workspace wsPath, through a link in it (as
+// the workspace is opened) or where such a link led it (at a set-up:
+// see [HiddenPath.LedOut]), with the places of each directory that
+// holds more than crowd of them replaced by the directory, hidden
+// whole with one cover, when it may be: it is not "/", neither holds
+// the workspace nor is in it, is not the sandbox's own (see
+// sandboxesOwn: a set-up covers nothing there, nor counts it) and is
+// no system place (see systemPlace, with etc). Such a link may be a
+// command's, and the directory any the host can read: a pattern that
+// matched there more paths than a sandbox hides ([MaxHidden]) would
+// fail every set-up. The directory holds nothing the command sees.
+func gatherCrowds(rs []string, wsPath string, etc []string) []string {
+	count := map[string]int{}
+	for _, r := range rs {
+		count[filepath.Dir(r)]++
+	}
+	whole := func(d string) bool {
+		return count[d] > crowd && d != "/" && !within(d, wsPath) && !within(wsPath, d) && !sandboxesOwn(d) &&
+			!systemPlace(d, wsPath, etc)
+	}
+	var out []string
+	gathered := map[string]bool{}
+	for _, r := range rs {
+		switch d := filepath.Dir(r); {
+		case !whole(d):
+			out = append(out, r)
+		case !gathered[d]:
+			gathered[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
 // hidePlan is what to cover, resolved: paths outside the workspace
@@ -696,6 +792,7 @@ type hidePlan struct {
 	seen                                lstats          // what the planning found
 	matched                             map[string]int  // each pattern's number of matches
 	ledOut                              map[string]bool // the patterns kept where a link led (see ledOutOf)
+	etc                                 []string        // where the links of EtcLinkDirs lead (see planHiding)
 }
 
 // lstats remembers what Lstat returned for each path, for one look at
@@ -734,8 +831,11 @@ var ErrConfig = errors.New("sandbox configuration")
 // characters their names hold). A link in the workspace (a command's)
 // is followed only into it, as resolveHidden and globHidden say; the
 // places in the workspace that links led to are the plan's targets.
-func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string) (hidePlan, error) {
-	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed))
+// etc are where the links of [EtcLinkDirs] lead (see etcLinked), left
+// alone where a place kept for a link in the workspace leads, as
+// [ReadableDirs] are (see [HiddenPath.LedOut]).
+func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string, etc []string) (hidePlan, error) {
+	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed), etc)
 }
 
 // ledOutOf returns the patterns of fixed kept only where a link in the
@@ -757,15 +857,20 @@ func ledOutOf(fixed []HiddenPath) map[string]bool {
 
 // planHidingLedOut is planHiding, with the patterns of ledOut matched
 // as [HiddenPath.LedOut] says: a match that leads into a system place
-// leads nowhere.
-func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPath string, ledOut map[string]bool) (hidePlan, error) {
+// (see systemPlace, with etc) leads nowhere, and a directory where
+// more than crowd matches of one lie is hidden whole (see
+// gatherCrowds).
+func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPath string, ledOut map[string]bool,
+	etc []string) (hidePlan, error) {
 	var resolved, missing, missingTargets, found []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
 	have := map[string]bool{} // resolved, as a set
 	matched := map[string]int{}
 	add := func(r string) error {
-		if have[r] {
+		if have[r] || sandboxesOwn(r) && !within(r, wsPath) {
+			// Twice, or in the sandbox's own /tmp or /dev, where
+			// nothing is covered (see sandboxesOwn), nor counted.
 			return nil
 		}
 		if len(resolved) >= MaxHidden {
@@ -809,6 +914,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 			// to be matched before.
 			missing = append(missing, h)
 		}
+		var kept []string // the matches of a pattern of ledOut, where they lead
 		for _, m := range matches {
 			r, err := resolveHidden(seen, m, wsPath, true)
 			if err != nil && (isPattern(h) || ledOut[h]) && (r == "/" || r == wsPath) {
@@ -821,14 +927,24 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			if r != "" && ledOut[h] && systemPlace(r, wsPath, nil) {
+			if r != "" && ledOut[h] && systemPlace(r, wsPath, etc) {
 				continue // where a command's link may have led: see HiddenPath.LedOut
 			}
-			if r == "" {
+			switch {
+			case r == "":
 				if !isPattern(h) {
 					missing = append(missing, m)
 				}
-			} else if err := addAt(m, r); err != nil {
+			case ledOut[h] && isPattern(h) && !within(r, wsPath):
+				kept = append(kept, r)
+			default:
+				if err := addAt(m, r); err != nil {
+					return hidePlan{}, err
+				}
+			}
+		}
+		for _, r := range gatherCrowds(kept, wsPath, etc) {
+			if err := add(r); err != nil {
 				return hidePlan{}, err
 			}
 		}
@@ -848,7 +964,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
 	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched,
-		ledOut: ledOut}
+		ledOut: ledOut, etc: etc}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {
@@ -877,7 +993,16 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 // would hide more refuses to run the command ([ErrTooManyHidden])
 // rather than run it with some of them visible, or spend seconds
 // mounting. The error names the patterns that match the most, and how
-// many paths each matches. No command can mend this, since none runs:
+// many paths each matches. A pattern's matches out of the workspace
+// through a link in it (as the workspace is opened, see [ResolveHide];
+// at a set-up, where such a link led it: see [HiddenPath.LedOut]) are
+// an exception: a directory that holds more than 64 of them is hidden
+// whole, with one cover (see [HiddenPath.LedOut] for which directories
+// may be), so that a command's link to a crowded directory (a pattern's
+// directory made a link to one the host reads, /var/lib/dpkg/info say)
+// cannot fail every later set-up; and [ResolveHide] refuses such a
+// pattern that still leads to more than MaxHidden paths, naming the
+// link, which the host removes. No command can mend this, since none runs:
 // the host must remove matches itself, outside the sandboxes (their
 // names are what the pattern matches beneath the workspace: list them
 // with filepath.Glob and remove each with os.Remove, which removes a

@@ -139,20 +139,42 @@ func openAndList(r string, flags int) ([]string, error) {
 }
 
 // matchName reports whether the name n matches c, a component of a
-// pattern to hide with a wildcard, whatever their case (see
+// pattern to hide, whatever their case when c has a wildcard (see
 // [Config.Hide]): a pattern names a kind of file, *.pem the keys, and
 // on a case-insensitive directory the case a name was written in is
-// chance. A malformed c matches nothing.
+// chance. A component whose wildcards are all escaped (s\[1\], as
+// [HiddenPath.LedOut] keeps the names of a place) is a name, matched
+// as written, byte for byte: on a case-sensitive directory S[1] is
+// another directory. A malformed c matches nothing.
 func matchName(c, n string) bool {
+	if !hasWildcard(c) {
+		ok, _ := filepath.Match(c, n)
+		return ok
+	}
 	ok, _ := filepath.Match(strings.ToLower(c), strings.ToLower(n))
 	return ok
+}
+
+// hasWildcard reports whether the component c of a pattern has a
+// wildcard that is not escaped (see filepath.Match).
+func hasWildcard(c string) bool {
+	for i := 0; i < len(c); i++ {
+		switch c[i] {
+		case '\\':
+			i++
+		case '*', '?', '[':
+			return true
+		}
+	}
+	return false
 }
 
 // Glob returns the existing paths that match pattern, as filepath.Glob
 // does, but a component of pattern with a wildcard matches names
 // whatever their case, as a sandbox matches the paths to hide
 // ([Config.Hide]); a component without one is a name, looked up as it
-// is written. Links are followed, and a directory that cannot be
+// is written (one whose wildcards are all escaped is matched as
+// written, byte for byte). Links are followed, and a directory that cannot be
 // listed is left out, as filepath.Glob does; only a directory is
 // opened (never a FIFO, whose open would wait for a writer).
 func Glob(pattern string) ([]string, error) {

@@ -113,7 +113,8 @@ type Config struct {
 	// sandbox set up: what matches it then is hidden. Its components
 	// with a wildcard match names whatever their case, on a
 	// case-sensitive directory too (*.pem hides KEY.PEM); those without
-	// one are names, looked up as written ([Glob]). "/" and the
+	// one are names, looked up as written ([Glob]), as are those whose
+	// wildcards are all escaped (s\[1\] is the name s[1]). "/" and the
 	// workspace itself are refused ([CheckHide]). A directory that
 	// holds the workspace shows only the directories on the way to it.
 	// /tmp and /dev, and what is beneath them outside the workspace,

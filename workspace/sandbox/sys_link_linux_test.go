@@ -114,7 +114,7 @@ func TestHidePatternLedOutToSystemDirs(t *testing.T) {
 	}
 	// Named as such in Hide too, the pattern there hides what its
 	// matches made since lead to, as the configuration says.
-	plan, err := planHiding(nil, named.Resolved, nil, ws)
+	plan, err := planHiding(nil, named.Resolved, nil, ws, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,7 +62,8 @@ type Config struct {
 	// the basic auth the HTTP client sends with it, nor its user name,
 	// which may be a token (https://TOKEN@host/): whole when it has 8
 	// bytes or more, and only where it is quoted as a credential when
-	// shorter (a short user name is no token).
+	// shorter (a short user name is no token). The user info of every
+	// URL an error names is cut out, whatever it holds (cutUserInfo).
 	BaseURL string
 }
 
@@ -254,7 +255,7 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // the CONNECT of an https request, where no trace hears them) are cut
 // out of the text of send's errors and of the retry events' (some
 // servers and proxies quote the credentials they refuse), and the query
-// string out of the URLs they name. Credentials a transport sends other
+// string and the user info (whatever it holds) out of the URLs they name. Credentials a transport sends other
 // than through an *http.Transport, with the request's context, are not
 // seen; nor are the headers of a GetProxyConnectHeader that returns
 // other credentials each time it is called (see [Credentials]).
@@ -264,6 +265,7 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 		ctx = context.WithValue(ctx, credentialsKey{}, sent)
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteHeaderField: sent.wroteHeader})
 		redact := func(text string) string { return e.redact(text, sent) }
+		ctx = context.WithValue(ctx, redactKey{}, redact)
 		frames, err := answerWith(body, send, redact)(ctx, req, emit)
 		if err != nil {
 			if text := redact(err.Error()); text != err.Error() {
@@ -274,9 +276,24 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 	}
 }
 
-// redact returns text with the credentials of e and sent cut out, and
-// the query strings of the URLs sent.
+type redactKey struct{}
+
+// Redact returns text, of an error of the request of ctx (made with
+// [Endpoint.Answer]'s context), with what Answer cuts out of the request's
+// error cut out of it: for the fields of an error a caller may reach
+// under the error's text, by errors.As. Call it once the request was
+// sent: it knows what the request's attempts carried so far.
+func Redact(ctx context.Context, text string) string {
+	if redact, ok := ctx.Value(redactKey{}).(func(string) string); ok {
+		return redact(text)
+	}
+	return text
+}
+
+// redact returns text with the credentials of e and sent cut out, the
+// query strings of the URLs sent, and the user info of every URL.
 func (e *Endpoint) redact(text string, sent *credentials) string {
+	text = cutUserInfo(text)
 	sent.mu.Lock()
 	queries := slices.Clone(sent.queries)
 	secrets := append(slices.Clone(e.fixed.secrets), sent.secrets...)
@@ -600,6 +617,53 @@ func configCredentials(c Config) *credentials {
 	return all
 }
 
+// cutUserInfo returns text with the user info of each URL it names
+// ("scheme://user:password@host/...") replaced by "[redacted]", the host
+// and what follows it kept. The user info is cut out whatever it holds:
+// a user name too short to be cut out wherever it stands ("me"), one
+// escaped as url.URL.String writes it (a token with a '/': "tok%2Fen"),
+// where the name noted is unescaped, a password as an SDK's error quotes
+// the request's URL (whole), and the user info of a URL the error names
+// that is not the request's (where a server redirected the client). The
+// URL's authority runs to the first '/', '?' or '#', space, quote or
+// backslash (as a URL is quoted in an error's text), and its user info
+// to the last '@' in it, as url.Parse reads it.
+func cutUserInfo(text string) string {
+	var b strings.Builder
+	done := 0 // text[:done] is in b
+	for i := 0; ; {
+		j := strings.Index(text[i:], "://")
+		if j < 0 {
+			break
+		}
+		start := i + j + len("://")
+		end := strings.IndexFunc(text[start:], endsAuthority)
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += start
+		}
+		i = end
+		at := strings.LastIndexByte(text[start:end], '@')
+		if at < 0 {
+			continue
+		}
+		b.WriteString(text[done:start])
+		b.WriteString(redacted)
+		done = start + at // from the '@'
+	}
+	if done == 0 {
+		return text
+	}
+	return b.String() + text[done:]
+}
+
+// endsAuthority reports whether r ends the authority of a URL in an
+// error's text.
+func endsAuthority(r rune) bool {
+	return strings.ContainsRune("/?#\"'`<>", r) || unicode.IsSpace(r) || !unicode.IsPrint(r)
+}
+
 // redact returns text with secret, of at least minSecret bytes, cut out:
 // where it is whole, and where
 // a quote of a body clipped by [Quote], or a message clipped by
@@ -736,8 +800,10 @@ func answerWith(body func(*models.Request) ([]byte, error), send func(ctx contex
 		if err != nil {
 			return nil, models.Permanent(err)
 		}
+		// The failed attempt's error may quote what it sent: cut out
+		// before the observer, and the transport's OnEvent, see it.
+		ctx = resilience.WithRedaction(ctx, redact)
 		ctx = resilience.WithObserver(ctx, func(ev resilience.Event) {
-			ev.Error = redact(ev.Error)    // the failed attempt's error may quote what it sent
 			payload, _ := json.Marshal(ev) // plain fields always encode
 			emit(messages.Meta(req.StreamID, resilience.MetaEvent, payload))
 		})

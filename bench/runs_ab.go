@@ -213,21 +213,67 @@ func phasesAB(b *testing.B, phase, until time.Duration, sides, settle [2]func(co
 	return pairRun{until: until, warmup: 1, gc: true}.run(b, slices)
 }
 
-// loopAA: the raw loop against another of itself, the spread of the
-// method.
-func loopAA(b *testing.B, until time.Duration) abTotals {
+// loopPhasesAA is loopAA measured in phases, as the inspector's row in
+// phases is (phasesAB, no settle): the spread of that method itself.
+func loopPhasesAA(b *testing.B, until time.Duration) abTotals {
 	b.StopTimer()
+	sides, stop := twoLoops(b)
+	defer stop()
+	return phasesAB(b, until/phasesOf, until, sides, [2]func(context.Context) error{})
+}
+
+// twoLoops starts two raw loops, each under its side's labels, for an
+// A/A row; stop stops them.
+func twoLoops(b *testing.B) (sides [2]func(context.Context) error, stop func()) {
 	defer pprof.SetGoroutineLabels(context.Background())
-	var sides [2]func(context.Context) error
+	var loops []*loopConversation
+	stop = func() {
+		for _, lc := range loops {
+			lc.Close()
+		}
+	}
 	for i := range sides {
 		pprof.SetGoroutineLabels(sideLabels(i))
 		lc, err := newLoopConversation(true)
 		if err != nil {
+			stop()
 			b.Fatal(err)
 		}
-		defer lc.Close()
+		loops = append(loops, lc)
 		sides[i] = lc.run
 	}
+	return sides, stop
+}
+
+// inspectedPhasesAA is the inspector's row in phases with the inspector
+// mounted and followed on both sides, each its own (runtime, inspector,
+// stream and client), each phase settled as the inspected one is there:
+// the spread of that method with the inspector's own work (its folds,
+// views, clock and collections) on both sides.
+func inspectedPhasesAA(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	defer pprof.SetGoroutineLabels(context.Background())
+	var sides, settle [2]func(context.Context) error
+	for i := range sides {
+		pprof.SetGoroutineLabels(sideLabels(i))
+		lc, client, closeInspector, err := newInspectedConversation()
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer closeInspector()
+		defer lc.Close()
+		sides[i] = lc.run
+		settle[i] = func(ctx context.Context) error { return client.showing(ctx, "run-"+strconv.Itoa(lc.runs)) }
+	}
+	return phasesAB(b, until/phasesOf, until, sides, settle)
+}
+
+// loopAA: the raw loop against another of itself, the spread of the
+// method.
+func loopAA(b *testing.B, until time.Duration) abTotals {
+	b.StopTimer()
+	sides, stop := twoLoops(b)
+	defer stop()
 	return runsAB(b, until, sides)
 }
 
@@ -263,6 +309,8 @@ func interleavedRunRows(c *config) []Row {
 	aa, aa2 := pairedRun([2]string{"loop", "loop, again"}, "RunsAB/loop-aa", false, true, loopAA, until)
 	agentOn, agentOff := pairedRun([2]string{"agent.Run", "raw loop"}, "RunsAB/agent", false, true, agentAB, until)
 	phasesOn, phasesOff := pairedRun([2]string{"inspected", "without"}, "RunsAB/inspector-phases", true, true, inspectedPhases, c.abTime(phasesRound))
+	phasesAA, phasesAA2 := pairedRun([2]string{"loop", "loop, again"}, "RunsAB/loop-phases-aa", true, true, loopPhasesAA, c.abTime(phasesRound))
+	inspAA, inspAA2 := pairedRun([2]string{"inspected", "inspected, again"}, "RunsAB/inspected-phases-aa", true, true, inspectedPhasesAA, c.abTime(phasesRound))
 	const how = "one run per round, the sides interleaved: both started once, then played in pairs of slices of 100 conversations, the order of each two pairs balanced, the first pairs not counted; the heap collected between slices as often as the runtime would, each collection timed and its cost charged to every slice by the bytes it allocated; a round's ratio is the geometric mean of the middle half of its pairs' ratios, the baseline's figure its side's time summed over its slices, ours that times the ratio; background goroutines of one side fall on whichever slice they meet"
 	return c.rows([]pair{
 		{figure: "7", name: "(a) the loop vs itself (A/A), interleaved", kind: duration, unit: "run",
@@ -274,6 +322,12 @@ func interleavedRunRows(c *config) []Row {
 		{figure: "7", name: "(a) inspector mounted, one event stream client vs without, in phases, per CPU second", kind: duration, unit: "run (CPU)",
 			ours: phasesOn, base: phasesOff, goal: ratioAtMost(1.1),
 			note: fmt.Sprintf("the client follows the page's stream; one run per round, the sides in phases of %v each, their order balanced two pairs at a time, the first pair not counted; every phase starts from a collected heap and the collector runs in it as the runtime would; an inspected phase ends once the stream has shown its last run to the client (the view rendered, sent and read), so that what the inspector does for a phase's runs is the phase's; time is the process's CPU time (the wait for the stream is idle wall time); a round's ratio is the geometric mean of the middle half of its pairs' ratios", c.abTime(phasesRound)/phasesOf)},
+		{figure: "7", name: "(a) the loop vs itself (A/A), in phases", kind: duration, unit: "run (CPU)",
+			ours: phasesAA, base: phasesAA2, goal: info,
+			note: "two loops doing the same work, measured as the inspector's row in phases is (without a stream to wait for): the spread of that method itself (1.00× is exact)"},
+		{figure: "7", name: "(a) the inspected loop vs itself (A/A), in phases", kind: duration, unit: "run (CPU)",
+			ours: inspAA, base: inspAA2, goal: info,
+			note: "the inspector mounted and followed on both sides, each its own, each phase ended once its stream showed its last run, as the inspector's row in phases: the spread of that method with the inspector's own work on both sides (1.00× is exact)"},
 		{figure: "7", name: "(a) through agent.Run vs through the raw loop, interleaved", kind: throughput, unit: "runs",
 			ours: agentOn, base: agentOff, goal: ratioAtLeast(1),
 			note: "the raw loop played by hand as a host would (runByHand); " + how},

@@ -25,6 +25,8 @@ func BenchmarkRunsAB(b *testing.B) {
 		{"inspector", inspectedAB},
 		{"inspector-phases", inspectedPhases},
 		{"loop-aa", loopAA},
+		{"loop-phases-aa", loopPhasesAA},
+		{"inspected-phases-aa", inspectedPhasesAA},
 		{"agent", agentAB},
 	} {
 		b.Run(c.name, func(b *testing.B) {

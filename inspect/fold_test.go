@@ -117,22 +117,25 @@ func TestFold_TurnHandedOverNotCopied(t *testing.T) {
 	}
 }
 
-// A turn recorded stays where the fold reads it when the observer's
-// next frames outgrow its buffer: the append that grows it copies the
-// buffer outside in.mu, and a fold may read the record meanwhile, in
-// the array it was recorded in. That array is never written again, by
-// the fold or by the turns after it; the view shows every frame.
+// A turn recorded is read by the fold wherever the observer's buffer
+// lies when it folds: the observer's next frames outgrow the buffer,
+// under in.mu (the fold writes the buffer, dropping what it showed),
+// and the fold reads the record in the grown buffer. The array left
+// behind is not written again, by the fold or by the turns after it;
+// the view shows every frame.
 func TestFold_GrownBufferLeftAsRecorded(t *testing.T) {
 	in, o := newObserved(t)
 	in.Snapshot("") // the log folded
 	o.request(messages.End("s"))
 	o.response(messages.Text("s", "a"))
 	o.Handled() // the turn recorded, the response not ended
-	recordedIn := o.turn[:cap(o.turn)]
-	was := slices.Clone(recordedIn)
-	for i := 0; cap(o.turn) == len(recordedIn); i++ { // the next frames grow the buffer
+	// The buffer filled, then grown.
+	for i := 0; len(o.turn) < cap(o.turn); i++ {
 		o.response(messages.Text("s", strconv.Itoa(i)))
 	}
+	recordedIn := o.turn[:cap(o.turn)]
+	was := slices.Clone(recordedIn)
+	o.response(messages.Text("s", "more")) // grows the buffer
 	if unsafe.SliceData(o.turn) == unsafe.SliceData(recordedIn) {
 		t.Fatal("the buffer did not move as it grew")
 	}
@@ -150,5 +153,35 @@ func TestFold_GrownBufferLeftAsRecorded(t *testing.T) {
 	}
 	if d := in.Snapshot("s").Session; d == nil || d.Requests != 2 || d.Answer != "b" {
 		t.Fatalf("session s %+v, want two requests, the second answered %q", d, "b")
+	}
+}
+
+// An adapter idle after a fold keeps none of the frames folded
+// reachable: the fold drops what it showed from the observer's buffer,
+// which the adapter's next turn would otherwise have dropped (a log's
+// worth of frames held for as long as the adapter stays idle).
+func TestFold_IdleAdapterKeepsNoFoldedFrames(t *testing.T) {
+	in, o := newObserved(t)
+	in.Snapshot("") // the log folded
+	// Turns of several frames each, no fold by a hook.
+	for i := range foldAt / 4 {
+		s := "s" + strconv.Itoa(i)
+		requestTurn(o, s, messages.ToolCall(s, "c", "echo", []byte(`{}`)), messages.End(s))
+	}
+	in.mu.Lock()
+	recorded := len(in.log)
+	in.mu.Unlock()
+	if recorded == 0 {
+		t.Fatal("nothing left for the fold: the turns were folded as they were recorded")
+	}
+	if d := in.Snapshot("s0").Session; d == nil || d.Requests != 1 || len(d.Pending) != 1 {
+		t.Fatalf("session s0 %+v, want its request and its call shown", d)
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i, ob := range o.turn[:cap(o.turn)] {
+		if ob.f != nil {
+			t.Fatalf("frame %d of the idle adapter's buffer (%v on %s) still kept after the fold showed it", i, ob.f.GetType(), ob.f.GetStreamId())
+		}
 	}
 }

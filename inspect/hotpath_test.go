@@ -311,25 +311,60 @@ func TestRecord_FitsACacheLine(t *testing.T) {
 	}
 }
 
-// The log's records each lie on a cache line of their own: its array
-// starts on a line, and is never grown (the hooks fold it when full).
-// An array of records allocated plainly starts 8 bytes into a line (the
-// allocator's header of a large object), and each record written was
-// two lines taken from the other core, one of them shared with the next
-// record.
+// The log's records each lie on a cache line of their own when the
+// padded array the log is made from allows it: newLog takes that array
+// when its records start on a line, and the plain one otherwise (where
+// the pad would only move them off their lines). Which one a given
+// runtime's allocator gives is its choice; what the code guarantees is
+// the choice made right, whatever the array's address (here, padded
+// arrays at each of the eight addresses a line holds), and a log made
+// once, never grown or moved (the hooks fold it when full).
 func TestRecord_LogOnCacheLines(t *testing.T) {
+	// Elements 8 bytes a line apart: element i's records start 8*i
+	// bytes further into a line than element 0's.
+	type shifted struct {
+		_   [16]byte
+		log paddedLog
+	}
+	if unsafe.Sizeof(shifted{})%64 != 8 {
+		t.Fatalf("a shifted padded log is %d bytes, want 8 past a multiple of 64", unsafe.Sizeof(shifted{}))
+	}
+	arrays := new([8]shifted)
+	onLines := 0
+	for i := range arrays {
+		p := &arrays[i].log
+		log, ok := logOf(p)
+		aligned := lineAligned(unsafe.Pointer(&p.records[0]))
+		switch {
+		case ok != aligned:
+			t.Fatalf("padded array %d: records %d bytes into a line, taken %v", i, uintptr(unsafe.Pointer(&p.records[0]))%64, ok)
+		case ok && (unsafe.SliceData(log) != &p.records[0] || len(log) != 0 || cap(log) != foldAt):
+			t.Fatalf("padded array %d on a line: log at %p, %d of %d records, want its records, empty, %d of them", i, unsafe.SliceData(log), len(log), cap(log), foldAt)
+		case ok:
+			onLines++
+		}
+	}
+	if onLines != 1 {
+		t.Fatalf("%d of 8 padded arrays a line's eight addresses apart were taken, want 1", onLines)
+	}
+
 	in, o := newObserved(t)
-	logAt := func() (offset uintptr, records int) {
+	logAt := func() (at *record, records int) {
 		in.mu.Lock()
 		defer in.mu.Unlock()
-		return uintptr(unsafe.Pointer(unsafe.SliceData(in.log))) % 64, cap(in.log)
+		return unsafe.SliceData(in.log), cap(in.log)
 	}
+	made, records := logAt()
+	if records != foldAt {
+		t.Fatalf("the log holds %d records, want %d", records, foldAt)
+	}
+	t.Logf("the log's records start %d bytes into a line", uintptr(unsafe.Pointer(made))%64)
 	run := newHookRun(t, "s")
 	for i := range 2 * foldAt { // past a fold or two
-		if offset, records := logAt(); offset != 0 || records < foldAt {
-			t.Fatalf("after %d runs, the log's records start %d bytes into a line, %d of them at most; want 0 and %d at least", i, offset, records, foldAt)
-		}
 		run.play(in, o)
+		if at, records := logAt(); at != made || records != foldAt {
+			t.Fatalf("after %d runs, the log is %d records at %p, want the %d made at %p", i+1, records, at, foldAt, made)
+		}
 	}
 }
 

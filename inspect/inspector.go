@@ -117,7 +117,10 @@ type Inspector struct {
 	// timed counts the response ENDs recorded timed and not folded yet,
 	// and the pending calls timed (dispatched): while there are some, a
 	// tool result reads the clock (its call may be one).
-	timed    int
+	timed int
+	// dirty are the adapters' observers whose frames the log's records
+	// hold: the fold drops them once shown (see modelObserver.dropShown).
+	dirty    []*modelObserver
 	feed     []FeedItem // ring of the newest opts.FeedSize items
 	feedNext uint64     // sequence number of the next item
 	flashes  map[string]time.Time
@@ -279,10 +282,19 @@ type record struct {
 // the runtime), the plain array is taken, wherever it lies: the pad
 // would then only move the records off their lines.
 func newLog() []record {
-	if p := new(paddedLog); lineAligned(unsafe.Pointer(&p.records[0])) {
-		return p.records[:0]
+	if log, ok := logOf(new(paddedLog)); ok {
+		return log
 	}
 	return new([foldAt]record)[:0]
+}
+
+// logOf returns the log of the padded array p, empty, if its records
+// start on a line.
+func logOf(p *paddedLog) ([]record, bool) {
+	if !lineAligned(unsafe.Pointer(&p.records[0])) {
+		return nil, false
+	}
+	return p.records[:0], true
 }
 
 // paddedLog is a log whose records start on a line (see newLog).
@@ -317,7 +329,12 @@ func (in *Inspector) fold() {
 		r.o.applyRecord(r, in.recorded(r))
 		i++
 	}
-	clear(log) // the frames are not kept reachable by the log (the observer's buffer: see modelObserver.flush)
+	for _, o := range in.dirty { // shown: not kept reachable by an observer idle from now on
+		o.dropShown()
+	}
+	clear(in.dirty)
+	in.dirty = in.dirty[:0]
+	clear(log) // nor by the log
 	in.log = log[:0]
 	in.folds++
 }

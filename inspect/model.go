@@ -63,14 +63,19 @@ type modelObserver struct {
 	held *messages.Frame
 	// turn holds this turn's frames, turn[turnAt:], after those of the
 	// turns recorded and not folded yet, turn[:turnAt]: the fold reads
-	// them where they were written (see flush). folds is in.folds when
-	// a turn was recorded last; logged is turn as the fold reads it
-	// (under in.mu), set when turn moved.
+	// them where they were written, and drops them once shown (see
+	// flush). folds is in.folds when a turn was recorded last, or when
+	// the buffer was last compacted; logged is turn as the fold reads
+	// it (under in.mu), set where turn moves (see grow).
 	turn   []observed
 	turnAt int
 	folds  uint64
 	logged []observed
-	tools  []*toolStats // the tools its calls named (under in.mu)
+	// The frames logged[:recorded] are recorded (the fold shows them
+	// all), those of logged[:dropped] dropped by the fold (under in.mu;
+	// see dropShown).
+	recorded, dropped int32
+	tools             []*toolStats // the tools its calls named (under in.mu)
 	// timedTick is the coarse clock's tick (unix ns) of the response
 	// ENDs timed last, timedInTick how many were timed in it (see
 	// timeEnd).
@@ -320,8 +325,42 @@ func (o *modelObserver) request(f *messages.Frame) {
 		}
 		o.staged = f
 	case messages.FrameType_END, messages.FrameType_CANCEL, messages.FrameType_ABORT:
-		o.turn = append(o.turn, observed{f: f, request: true})
+		o.add(observed{f: f, request: true})
 	}
+}
+
+// add appends a frame to the turn. The buffer grows under in.mu (see
+// grow): the fold drops the frames it showed from the buffer, and an
+// append that grows it reads them all.
+func (o *modelObserver) add(ob observed) {
+	if len(o.turn) == cap(o.turn) {
+		o.grow()
+	}
+	o.turn = append(o.turn, ob)
+}
+
+// grow makes room in the turn's buffer, under in.mu: the frames the
+// fold showed since the last turn recorded are dropped (moveTurn),
+// and if no room was freed so, the buffer is copied into one twice as
+// large, which the fold reads from then on.
+//
+//go:noinline
+func (o *modelObserver) grow() {
+	in := o.in
+	in.mu.Lock()
+	if o.folds != in.folds { // the turns recorded before were folded
+		if o.turnAt > 0 {
+			o.moveTurn()
+		}
+		o.folds = in.folds
+	}
+	if len(o.turn) == cap(o.turn) {
+		grown := make([]observed, len(o.turn), max(8, 2*cap(o.turn)))
+		copy(grown, o.turn)
+		o.turn = grown
+		o.logged = grown[:cap(grown)]
+	}
+	in.mu.Unlock()
 }
 
 // observed is a frame seen in the current turn of the adapter, recorded
@@ -337,13 +376,12 @@ type observed struct {
 
 // flush records the frames observed in this turn, for the fold. They
 // are handed over, not copied: the record places them in the
-// observer's buffer, which keeps them until they are folded. The next
-// turns' frames follow them; the first turn recorded after a fold
-// moves its frames (a few) to the buffer's start, which the fold left
-// free, and drops the folded ones. The buffer holds at most the frames
-// of the observer's records waiting in the log, and the turn's; an
-// adapter idle after a fold keeps its folded frames reachable until
-// its next turn (up to a log's worth of them, foldAt records).
+// observer's buffer, which keeps them until they are folded; the fold
+// drops them once shown (an adapter idle after a fold keeps none
+// reachable). The next turns' frames follow them; the first turn
+// recorded after a fold moves its frames (a few) to the buffer's
+// start, which the fold left free. The buffer holds at most the frames
+// of the observer's records waiting in the log, and the turn's.
 func (o *modelObserver) flush() {
 	if len(o.turn) == o.turnAt {
 		return
@@ -364,11 +402,12 @@ func (o *modelObserver) flush() {
 		}
 		o.folds = in.folds
 	}
-	if unsafe.SliceData(o.logged) != unsafe.SliceData(o.turn) { // grown: the frames before were copied with it
-		o.logged = o.turn[:cap(o.turn)]
+	if o.recorded == o.dropped { // its first frames recorded since they were dropped
+		in.dirty = append(in.dirty, o)
 	}
 	in.log = append(in.log, record{o: o, x: staged, now: now, at: at,
 		first: int32(o.turnAt), n: int32(len(o.turn) - o.turnAt)})
+	o.recorded = int32(len(o.turn))
 	if at > 0 {
 		in.timed++
 	}
@@ -379,17 +418,31 @@ func (o *modelObserver) flush() {
 	o.turnAt = len(o.turn)
 }
 
+// dropShown drops the frames of the buffer the fold has shown (all
+// those recorded) and not dropped yet: an observer idle from then on
+// keeps none reachable (see flush). Once an observer a fold, not once
+// a turn: the frames of its turns follow each other in the buffer. A
+// store a frame, where clear cost BenchmarkHooks about 20 ns a run
+// more (it calls the runtime, for about a hundred frames a fold).
+// in.mu must be held.
+func (o *modelObserver) dropShown() {
+	shown := o.logged[o.dropped:o.recorded]
+	for i := range shown {
+		shown[i].f = nil
+	}
+	o.dropped = o.recorded
+}
+
 // moveTurn moves the turn's frames to the start of the buffer, the
-// frames before them folded, and drops the folded frames it kept
-// beyond; in.mu must be held. Not the fold's to drop: it would write
-// over them while the observer's append, growing the buffer, may be
-// copying them (outside in.mu).
+// frames before them folded (and dropped by the fold), and drops the
+// turn's frames left behind where they were; in.mu must be held.
 //
 //go:noinline
 func (o *modelObserver) moveTurn() {
 	n := copy(o.turn, o.turn[o.turnAt:])
-	clear(o.turn[n:])
+	clear(o.turn[max(n, o.turnAt):])
 	o.turn, o.turnAt = o.turn[:n], 0
+	o.recorded, o.dropped = 0, 0
 }
 
 // timeEnd returns when a response END (at now, from the coarse clock)
@@ -570,9 +623,9 @@ func (o *modelObserver) response(f *messages.Frame) bool {
 	}
 	switch f.GetType() {
 	case messages.FrameType_TEXT, messages.FrameType_TOOL_CALL:
-		o.turn = append(o.turn, observed{f: f})
+		o.add(observed{f: f})
 	case messages.FrameType_ERROR, messages.FrameType_END:
-		o.turn = append(o.turn, observed{f: f})
+		o.add(observed{f: f})
 		o.flush()
 	}
 	return true // META and the rest: nothing the page shows

@@ -119,6 +119,26 @@ type quarantined struct {
 	// damaged (see [checkTree]): bbolt must never read its bucket, and
 	// Salvage reads what is left from this copy of its bucket's header.
 	pages []byte
+	skip  []uint64 // pages left out of reads of pages, see [actorPages]
+}
+
+// deleted notes that rec, replayed after the lost records of q's actor
+// (q may be nil), deletes those it covers: a put lost after a delete
+// that covered it is then deleted by rec, not dropped by Salvage (see
+// [pendingActor.droppedLost]).
+func (q *quarantined) deleted(rec record) {
+	if q == nil {
+		return
+	}
+	for i := range q.lost {
+		r := &q.lost[i]
+		switch {
+		case rec.kind == deleteEvents && !r.lostSnapshot, rec.kind == deleteSnapshots && r.lostSnapshot:
+			r.lostAfter = r.lostAfter && r.index > rec.index
+		case rec.kind == putSnapshot && rec.compact && rec.index > 0:
+			r.lostAfter = r.lostAfter && r.index > rec.index-1
+		}
+	}
 }
 
 // entryReplayed, when set (by tests), is called by replay before it
@@ -200,6 +220,7 @@ func (s *Store) replay(ctx context.Context, legacy bool, layout recordLayout, ne
 					return nil
 				}
 				r.overlay.apply(rec)
+				r.quarantine[rec.name].deleted(rec)
 				return nil
 			})
 			if derr == nil && err != nil && damagedRecs == 0 {
@@ -243,6 +264,7 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 	if rec.kind == putSnapshot && rec.compact && rec.index > 0 {
 		o.apply(record{kind: deleteEvents, name: rec.name, index: rec.index - 1})
 		o.apply(record{kind: deleteSnapshots, name: rec.name, index: rec.index - 1})
+		q[rec.name].deleted(rec)
 	}
 	what := durability.RecordEvent
 	if snapshot {
@@ -252,9 +274,7 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 	if a := o.actors[rec.name]; a != nil { // an older write at the index is not the state
 		l := a.log(snapshot)
 		delete(l.puts, rec.index)
-		if l.hides(rec.index) {
-			lost.lostAfter, lost.lostMark = true, l.deletedThrough
-		}
+		lost.lostAfter = l.hides(rec.index)
 	}
 	qa := q[rec.name]
 	if qa == nil {

@@ -28,13 +28,7 @@ func TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd(t *testing.T) {
 	quietStreams(t, conn, "a", "b")
 	quietRounds(t, conn, 0, 1400)
 
-	r := endXWithCallM(t, conn, got, "b")
-	if r == nil {
-		t.Fatal("after the END of X, stream b's sole call for the runtime, call_m is still pending: no answer came")
-	}
-	if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
-		t.Fatalf("after the END of X, the model got %s: want call_m answered as invalid arguments", line(r))
-	}
+	endOfXEndsTheStream(t, conn, got, "b")
 }
 
 // TestStreamingRouter_StreamOfNoIDsEndsAtTheModelsEndOfIt: on stream s,

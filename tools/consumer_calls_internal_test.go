@@ -24,27 +24,29 @@ func opens(stream, call string) *messages.Frame {
 // again.
 func TestConsumerCalls_EndsAlone(t *testing.T) {
 	var o consumerCalls
-	var p PendingCalls
-	o.note(opens("s", "x"), &p)
-	o.note(opens("s", "x"), &p)
+	o.note(opens("s", "x"))
+	o.note(opens("s", "x"))
 	if o.endsAlone("s", "x") {
 		t.Fatal("the END of the stream's sole call x ends it alone")
 	}
-	o.note(opens("s", "y"), &p)
-	o.note(opens("s", "y"), &p)
+	o.note(opens("s", "y"))
+	o.note(opens("s", "y"))
 	for _, call := range []string{"x", "y"} {
 		if !o.endsAlone("s", call) {
 			t.Fatalf("the END of %s, one of two calls, does not end it alone", call)
 		}
 	}
-	if o.endsAlone("s", "z") || o.endsAlone("s", "") || o.endsAlone("other", "x") {
-		t.Fatal("an END of another id, of no id, or of another stream ends a call alone")
+	if o.endsAlone("s", "") || o.endsAlone("other", "x") {
+		t.Fatal("an END of no id, or of another stream, ends a call alone")
+	}
+	if !o.endsAlone("s", "z") {
+		t.Fatal("an END of z, which the stream never carried, ends it")
 	}
 	o.ended("s", "y") // x is left
 	if o.endsAlone("s", "x") || !o.has("s") {
 		t.Fatalf("after the END of y alone: x ends alone %v, stream kept %v; want false, true", o.endsAlone("s", "x"), o.has("s"))
 	}
-	o.note(opens("s", "y"), &p) // y again, the call noted last before its END
+	o.note(opens("s", "y")) // y again, the call noted last before its END
 	if !o.endsAlone("s", "y") {
 		t.Fatal("y, written again after its END, not noted again")
 	}
@@ -55,8 +57,8 @@ func TestConsumerCalls_EndsAlone(t *testing.T) {
 
 	// A call of no id beside one with an id: the END of the one with
 	// the id ends it alone, and leaves the call of no id.
-	o.note(opens("t", ""), &p)
-	o.note(opens("t", "x"), &p)
+	o.note(opens("t", ""))
+	o.note(opens("t", "x"))
 	if !o.endsAlone("t", "x") {
 		t.Fatal("x, beside a call of no id, does not end alone")
 	}
@@ -68,39 +70,41 @@ func TestConsumerCalls_EndsAlone(t *testing.T) {
 
 // quietStream notes on o a stream the consumer wrote a call of no id
 // and call x on, whose x the model ended alone: quiet.
-func quietStream(o *consumerCalls, stream string, p *PendingCalls) {
-	o.note(opens(stream, ""), p)
-	o.note(opens(stream, "x"), p)
+func quietStream(o *consumerCalls, stream string) {
+	o.note(opens(stream, ""))
+	o.note(opens(stream, "x"))
 	o.ended(stream, "x")
 }
 
 // TestConsumerCalls_PruneKeepsBusyStreams: past its bound, consumerCalls
-// forgets the quiet streams without a pending call opened longest
-// ago, and keeps every stream with a pending call, and every stream with
-// a call of the consumer's open, as the runtime does: the model's END of
-// one of several calls there still ends it alone.
+// forgets, as the runtime does, the quiet streams opened longest ago
+// (whatever calls of the model's are pending there), but the first two
+// noted, kept inline; it keeps every stream with a call of the
+// consumer's open: the model's END of one of several calls there still
+// ends it alone.
 func TestConsumerCalls_PruneKeepsBusyStreams(t *testing.T) {
 	var o consumerCalls
-	var a Assembler
-	a.Step(messages.StreamingToolCall("busy", "call_b", "record"))
-	quietStream(&o, "busy", &a.Pending)
-	o.note(opens("open", "x"), &a.Pending)
-	o.note(opens("open", "y"), &a.Pending)
+	quietStream(&o, "first")
+	quietStream(&o, "second")
+	quietStream(&o, "pending") // the model's call is pending there: the runtime knows nothing of it
+	o.note(opens("open", "x"))
+	o.note(opens("open", "y"))
 	for i := range openQuiet + openQuiet/4 {
-		quietStream(&o, fmt.Sprint("s", i), &a.Pending)
+		quietStream(&o, fmt.Sprint("s", i))
 	}
-	if !o.has("busy") {
-		t.Error("the stream with a pending call was forgotten")
+	if !o.has("first") || !o.has("second") {
+		t.Error("a stream kept inline was forgotten")
 	}
 	if !o.endsAlone("open", "x") {
 		t.Error("the stream with the consumer's calls x and y open was forgotten: the END of x ends it")
 	}
-	if o.has("s0") {
-		t.Error("the quiet stream written on first, without a pending call, was kept")
+	if o.has("pending") || o.has("s0") {
+		t.Error("a quiet stream opened first, not inline, was kept")
 	}
-	// Pruned as the stream past the bound came (its call of no id open,
-	// not quiet yet): the openQuiet quiet ones opened last before it,
-	// it and the one after, the busy one and the open one are kept.
+	// Pruned as the stream past the bound came, quiet then (the runtime
+	// notes the call after it opens the stream): the openQuiet quiet ones
+	// opened last, it among them, the one after it, the inline ones and
+	// the open one are kept.
 	if n := len(o.open); n != openQuiet+4 {
 		t.Errorf("%d streams kept, want %d", n, openQuiet+4)
 	}
@@ -108,10 +112,46 @@ func TestConsumerCalls_PruneKeepsBusyStreams(t *testing.T) {
 	// However many streams the consumer leaves calls open on, none is
 	// forgotten: they are what the runtime keeps of them too.
 	for i := range 2 * openQuiet {
-		o.note(opens(fmt.Sprint("c", i), "x"), &a.Pending)
+		o.note(opens(fmt.Sprint("c", i), "x"))
 	}
 	if !o.has("c0") || !o.has("open") {
 		t.Error("a stream with a call of the consumer's open was forgotten")
+	}
+
+	// An inline stream ended leaves its room to the next stream noted.
+	o.ended("first", "")
+	o.note(opens("third", ""))
+	if !o.open["third"].inline || o.inline != openInline {
+		t.Errorf("the stream noted after an inline one ended is inline %v, %d inline; want true, %d",
+			o.open["third"].inline, o.inline, openInline)
+	}
+}
+
+// TestConsumerCalls_ModelOpenedStreams: a stream the model opened with
+// a frame the router passed out is kept as the runtime keeps it, and
+// counted among the streams opened, but holds no call of the
+// consumer's; its END ends it. A META opens nothing.
+func TestConsumerCalls_ModelOpenedStreams(t *testing.T) {
+	var o consumerCalls
+	o.emitted(messages.Meta("m", "state", nil))
+	if _, ok := o.open["m"]; ok {
+		t.Fatal("a META passed out opened its stream")
+	}
+	o.emitted(messages.Text("m", "said"))
+	if _, ok := o.open["m"]; !ok || o.has("m") {
+		t.Fatalf("the model's TEXT on m: kept %v, the consumer's %v; want true, false", ok, o.has("m"))
+	}
+	o.note(opens("m", "x"))
+	if !o.has("m") {
+		t.Fatal("the consumer's call on the stream the model opened not noted")
+	}
+	o.emitted(withID(messages.End("m"), "x"))
+	if _, ok := o.open["m"]; ok {
+		t.Fatal("the model's END of m's sole call left the stream")
+	}
+	o.emitted(messages.Text("m", "again"))
+	if _, ok := o.open["m"]; !ok {
+		t.Fatal("the model's TEXT on m, after its END, did not open it again")
 	}
 }
 
@@ -122,18 +162,17 @@ func TestConsumerCalls_PruneKeepsBusyStreams(t *testing.T) {
 // TOOL_CALL of y begins it again. A second END of y ends nothing. In a
 // durable router, whose runtime notes every frame, y's chunk is noted.
 func TestConsumerCalls_RestOfAnEndedCallOpensNothing(t *testing.T) {
-	var p PendingCalls
 	twoCalls := func(o *consumerCalls) {
-		o.note(opens("s", "x"), &p)
-		o.note(opens("s", "y"), &p)
+		o.note(opens("s", "x"))
+		o.note(opens("s", "y"))
 		o.ended("s", "y")
 	}
 	var o consumerCalls
 	twoCalls(&o)
-	o.note(messages.ToolArgChunk("s", "y", "{}"), &p)
-	o.note(withID(messages.Text("s", "more"), "y"), &p)
-	o.note(messages.ToolArgChunk("s", "z", "{}"), &p) // of no call the stream held
-	o.note(messages.ToolArgChunk("t", "y", "{}"), &p) // on a stream the consumer opened no call on
+	o.note(messages.ToolArgChunk("s", "y", "{}"))
+	o.note(withID(messages.Text("s", "more"), "y"))
+	o.note(messages.ToolArgChunk("s", "z", "{}")) // of no call the stream held
+	o.note(messages.ToolArgChunk("t", "y", "{}")) // on a stream the consumer opened no call on
 	if o.endsAlone("s", "x") || o.has("t") {
 		t.Fatalf("the rest of y, or a chunk of no call held, opened a call: x ends alone %v, t held %v", o.endsAlone("s", "x"), o.has("t"))
 	}
@@ -141,7 +180,7 @@ func TestConsumerCalls_RestOfAnEndedCallOpensNothing(t *testing.T) {
 	if !o.has("s") {
 		t.Fatal("the model's second END of y ended the stream")
 	}
-	o.note(opens("s", "y"), &p) // y begun again
+	o.note(opens("s", "y")) // y begun again
 	if !o.endsAlone("s", "x") {
 		t.Fatal("y, begun again by a TOOL_CALL, not noted")
 	}
@@ -153,7 +192,7 @@ func TestConsumerCalls_RestOfAnEndedCallOpensNothing(t *testing.T) {
 
 	d := consumerCalls{durable: true}
 	twoCalls(&d)
-	d.note(messages.ToolArgChunk("s", "y", "{}"), &p)
+	d.note(messages.ToolArgChunk("s", "y", "{}"))
 	if !d.endsAlone("s", "x") {
 		t.Fatal("a durable router did not note y's chunk, as its runtime does")
 	}
@@ -168,18 +207,17 @@ func withID(f *messages.Frame, call string) *messages.Frame {
 // TestConsumerCalls_SecondEndPastEndedMax: a second END of a call the
 // model ended, past the endedMax a stream keeps, ends none of the calls
 // the stream still holds (one of no id, or one with an id), nor does an
-// END of an id the stream never carried, once the model ended a call of
-// it by its id: the runtime cannot tell one from the other either. On a
-// stream of which the model ended no call, an END with an id the stream
-// does not hold ends it, as it always did.
+// END of an id the stream never carried: the runtime cannot tell one
+// from the other either. So it is on a stream of which the model ended
+// no call, while it holds one; on a stream that holds none of the
+// consumer's (the model opened it), an END of any id ends it.
 func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
-	var p PendingCalls
 	for _, held := range []string{"", "h"} {
 		var o consumerCalls
-		o.note(opens("s", held), &p)
+		o.note(opens("s", held))
 		for i := range endedMax + 1 {
 			c := fmt.Sprint("c", i)
-			o.note(opens("s", c), &p)
+			o.note(opens("s", c))
 			o.ended("s", c)
 		}
 		if slices.Contains(o.open["s"].done, "c0") {
@@ -208,13 +246,21 @@ func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
 	for _, held := range [][]string{{""}, {"", "c1"}, {"c1"}} {
 		var o consumerCalls
 		for _, c := range held {
-			o.note(opens("s", c), &p)
+			o.note(opens("s", c))
 		}
-		if o.endsAlone("s", "c9") {
-			t.Errorf("stream of calls %q, none ended: an END of c9 taken for a call's alone", held)
+		if !o.endsAlone("s", "c9") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 taken for the stream's", held)
 		}
-		if o.ended("s", "c9"); o.has("s") {
-			t.Errorf("stream of calls %q, none ended: an END of c9 left it open", held)
+		if o.ended("s", "c9"); !o.has("s") {
+			t.Errorf("stream of calls %q, none ended: an END of c9 ended it", held)
 		}
+	}
+	var o consumerCalls
+	o.emitted(messages.Text("m", "said"))
+	if o.endsAlone("m", "c9") {
+		t.Error("on a stream the model opened, an END of c9 taken for a call's alone")
+	}
+	if o.ended("m", "c9"); len(o.open) != 0 {
+		t.Error("on a stream the model opened, an END of c9 left it open")
 	}
 }

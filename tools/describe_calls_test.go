@@ -87,14 +87,16 @@ func (l failsOnBoom) OnFailure(c actors.Context, err error) {
 // TestTool_DescribeLeavesTheRuntimeTheCall: a DESCRIBE, with a tool-call
 // id or without, on the stream of a call still running, leaves the
 // runtime, which tracks a stream's calls by their ids, the running call
-// open on the stream: one with an id is answered with an END of its id
-// at once, one without is answered with its END only once no call runs
-// on the stream. So a frame of that call that fails the tool actor,
-// resumed by its supervisor, has the runtime answer the call, once
-// (ERROR and END of its id), and stop its work; what the tool then emits
-// of the call is dropped.
+// open on the stream: one with an id of its own is answered with an END
+// of its id at once, one without is answered with its END only once no
+// call runs on the stream, and one with the running call's id (a frame
+// of that call, for the runtime) with its DESCRIPTION alone, the call's
+// END to come with its answer. So a frame of that call that fails the
+// tool actor, resumed by its supervisor, has the runtime answer the
+// call, once (ERROR and END of its id), and stop its work; what the tool
+// then emits of the call is dropped.
 func TestTool_DescribeLeavesTheRuntimeTheCall(t *testing.T) {
-	for _, id := range []string{"d1", ""} {
+	for _, id := range []string{"d1", "", "c1"} {
 		t.Run("id="+id, func(t *testing.T) { describeThenFailTheCall(t, id) })
 	}
 }
@@ -129,8 +131,8 @@ func describeThenFailTheCall(t *testing.T, id string) {
 	describe.ToolCallId = id
 	send(t, conn, describe)
 	want := 2 // DESCRIPTION and the END of id
-	if id == "" {
-		want = 1 // DESCRIPTION; its END comes once c1 has its answer
+	if id == "" || id == "c1" {
+		want = 1 // DESCRIPTION; its END comes once c1 has its answer, or is c1's
 	}
 	var got []*messages.Frame
 	for len(got) < want {
@@ -141,8 +143,8 @@ func describeThenFailTheCall(t *testing.T, id string) {
 		got = append(got, f)
 	}
 	if got[0].GetType() != messages.FrameType_DESCRIPTION || got[0].GetStreamId() != "s" ||
-		id != "" && (got[1].GetType() != messages.FrameType_END || got[1].GetToolCallId() != id) {
-		t.Fatalf("DESCRIBE %q answered with %q, want DESCRIPTION (and the END of its id, if it has one)", id, lines(got))
+		want == 2 && (got[1].GetType() != messages.FrameType_END || got[1].GetToolCallId() != id) {
+		t.Fatalf("DESCRIBE %q answered with %q, want DESCRIPTION (and the END of its id, if it has one of its own)", id, lines(got))
 	}
 
 	boom := messages.Meta("s", "boom", nil)

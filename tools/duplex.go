@@ -28,7 +28,10 @@ func (t *Tool) Spec() actors.Spec {
 // The duplex answers DESCRIBE with a DESCRIPTION frame (payload: the
 // [Description] as JSON) and END, both with the DESCRIBE's tool-call id
 // when it has one (so a DESCRIBE on the stream of a running call ends
-// only itself, in the runtime's view too: see package actors). An END of
+// only itself, in the runtime's view too: see package actors); one with
+// the id of a call running on its stream is, for the runtime, a frame of
+// that call, and gets its DESCRIPTION alone, the call's END, after its
+// answer, ending both. An END of
 // no id ends its stream and every call on it, so a DESCRIBE of no id on
 // the stream of running calls gets its DESCRIPTION at once and its END
 // after the last of those calls' ENDs (each DESCRIBE its own END, as on a
@@ -140,11 +143,23 @@ func (l *toolLogic) Receive(c actors.Context, msg any) {
 // waits for the last of them to end (see finish). Each DESCRIBE gets its
 // END, as on a stream with no call running: several DESCRIBEs of no id
 // on a busy stream get as many ENDs, one after the other, once it is
-// free.
+// free. A DESCRIBE with the id of a call running on its stream is, for
+// the runtime, a frame of that call (it tells a stream's calls by their
+// ids, and a call's id is unique on its stream while it runs): it gets
+// its DESCRIPTION alone, and the call's END, after the call's answer,
+// ends both. An END of that id at once would end the call for the
+// runtime before its answer, which a Resume, a restart or a stop would
+// then neither give nor stop the work of, and the call's own END would
+// come a second time.
 func (l *toolLogic) describe(c actors.Context, m *messages.Frame) {
 	stream, id := m.GetStreamId(), m.GetToolCallId()
 	c.Emit(&messages.Frame{Type: messages.FrameType_DESCRIPTION, StreamId: stream, ToolCallId: id,
 		Name: l.t.def.Name, Payload: l.t.describe})
+	if id != "" {
+		if _, running := l.running[callKey{stream, id}]; running {
+			return
+		}
+	}
 	if id == "" && l.runsOn(stream) {
 		if l.held == nil {
 			l.held = map[string]int{}

@@ -175,10 +175,12 @@ const MetaState = "state"
 // The router remembers every stream the consumer has a call open on
 // until the model ends it, as the runtime does; of those whose calls the
 // model ended by their ids alone (frames of no id still open there: a
-// model that never ends its streams), it remembers those with a pending
-// call, but of the others only the 1024 to 1280 opened last, however
-// lately written on, as the runtime keeps them, so they do not grow its
-// memory without end. A restore's calls
+// model that never ends its streams), it remembers, as the runtime keeps
+// them, the first two it opened and only the 1024 to 1280 others opened
+// last, however lately written on and whatever calls are pending there,
+// so they do not grow its memory without end (see [NewRouter]). A
+// stream only the model wrote on holds no call of the consumer's. A
+// restore's calls
 // on a stream it forgot wait there as on a stream the consumer has no
 // call open on: they are announced when the consumer writes on it
 // again, or ended at the limit; none is lost. As its runtime, which
@@ -450,7 +452,12 @@ func (r *durableRouter) ranOnClosed(call *messages.Frame) bool {
 // freeze notes, for the calls running on the streams that flips reports
 // (which are closed or opened next), whether their stream is closed
 // now, unless it was noted already: their stream was then as it is now
-// when they ran (see durableRouter.ranClosed).
+// when they ran (see durableRouter.ranClosed). The dispatcher's
+// outstanding calls are all the calls the router ran and has not
+// answered: a router holds none back for approval (an approval gate is
+// a tools loop's, see LoopOptions.Approval); one that did would have to
+// note its held calls here too, or they would be judged by their
+// stream as it is when they are answered.
 func (r *durableRouter) freeze(flips func(stream string) bool) {
 	for k, o := range r.d.outstanding {
 		if _, ok := r.ranClosed[o.call]; ok || !flips(k.stream) {

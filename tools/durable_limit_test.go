@@ -210,13 +210,13 @@ func TestDurableRouter_RestoreOnAClosedStreamRestartsItsLimit(t *testing.T) {
 // its streams, but the consumer's calls there by their ids, leaves open
 // every stream the consumer writes on, quiet (frames of no id beside
 // calls the model ended). The router remembers no more than the 1024 of
-// them opened last, and the streams with a pending call, or with a
-// call of the consumer's open (as the runtime does): a restore frame's
-// call on the first of 1300 quiet streams is kept as on a stream the
-// consumer has no call open on (announced, and never lost, once the
-// consumer writes there again), while those on a recent one, on the
-// stream of a pending call and on a stream written on before them all
-// whose call of no id (a prompt) is open are announced at once.
+// them opened last, and the streams with a call of the consumer's open
+// (as the runtime does): a restore frame's call on the first of 1300
+// quiet streams is kept as on a stream the consumer has no call open on
+// (announced, and never lost, once the consumer writes there again),
+// while those on a recent one, on the stream of the consumer's call
+// (pending) and on a stream written on before them all whose call of no
+// id (a prompt) is open are announced at once.
 func TestDurableRouter_StreamsLeftOpenAreBounded(t *testing.T) {
 	h := startLimited(t, restartSupervised, time.Hour)
 	send(t, h.conn, messages.StreamingToolCall("busy", "call_busy", "record"), messages.Text("prompt", "hi"))

@@ -70,7 +70,12 @@ func endedAtTheLimit(t *testing.T, model func(got chan<- *messages.Frame) actors
 // stream, and for one named "finish" completes call_m with arguments,
 // instead of echoing them.
 func startModel(got chan<- *messages.Frame) actors.Spec {
-	return actors.Duplex("model", func(f *messages.Frame, emit func(*messages.Frame)) {
+	return actors.Duplex("model", startFrames(got))
+}
+
+// startFrames is what startModel does with a frame.
+func startFrames(got chan<- *messages.Frame) actors.FrameHandler {
+	return func(f *messages.Frame, emit func(*messages.Frame)) {
 		switch {
 		case f.GetType() == messages.FrameType_TOOL_RESULT:
 			got <- f
@@ -83,7 +88,7 @@ func startModel(got chan<- *messages.Frame) actors.Spec {
 			return
 		}
 		emit(f)
-	})
+	}
 }
 
 // TestDurableRouter_CallStartedOnAClosedStreamEnds: a call the model

@@ -132,8 +132,9 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // of the stream or an ABORT, as above), and the others stay pending,
 // their arguments still to come. An END or ERROR of no id, or of the id
 // of the consumer's only call there, ends the stream and every call
-// pending on it; so does one of an id the consumer has no call of there,
-// while the model has ended none of its calls there by their ids. The
+// pending on it; so does one of any id on a stream the consumer has no
+// call open on (one only the model wrote on, or one the router, as its
+// runtime, forgot: see below). The
 // consumer's call is open until the model's END of it, as for the
 // runtime: an ERROR of its id before that END (the runtime answers one
 // of several calls with both) leaves the stream's other calls as they
@@ -143,10 +144,21 @@ func (o *RouterOptions) prepare(inner *actors.Spec, defaultName string, sync boo
 // runtime: the END of the consumer's last call left ends the stream. The
 // model's second END of such a call, however long ago it ended, ends
 // only the call pending of its id, if any, as the runtime takes it for
-// the end of no other; and once the model ended one of the consumer's
-// calls on a stream by its id, so does its END or ERROR of an id the
-// consumer has no call of there, which the runtime cannot tell from a
-// second END of a call it no longer remembers.
+// the end of no other; so does its second END of the call whose END
+// closed the stream (of the latest 16 streams so closed), on the stream
+// closed or opened since by a call of another id, which the runtime
+// drops; and so does its END or ERROR of an id the
+// consumer has no call of on a stream where it has one open (the model's
+// answer to a frame of no call it knows), which the runtime cannot tell
+// from a second END of a call it no longer remembers. The router keeps
+// and forgets the streams as its runtime does: every stream with a call
+// of the consumer's open, the first two it opens (and, once one is
+// ended, the next), and, of the streams whose calls the model ended by
+// their ids alone (frames of no id still open there: a model that never
+// ends its streams) or that the model opened with what the router passed
+// out, the 1024 to 1280 opened last, however lately written on and
+// whatever calls of the model's are pending there. On a stream it forgot,
+// the consumer's next call is the stream's only call.
 // Handlers given as a map run Sync (the seed's synchronous router): keep
 // them cheap.
 func NewRouter(inner actors.Spec, opts *RouterOptions) (actors.Spec, error) {
@@ -261,7 +273,7 @@ func (r *routerLogic) Request(c actors.WrapperContext, f *messages.Frame) {
 		}
 	default:
 		if actors.OpensStream(t) {
-			r.calls.note(f, &r.asm.Pending)
+			r.calls.note(f)
 		}
 	}
 	if r.install != nil {
@@ -297,9 +309,19 @@ func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 }
 
 // act carries out the decisions about one response frame, f, and notes
-// the end of a stream, or of one of the consumer's calls there, that f
-// may be.
+// what it passes out as its runtime notes it (see consumerCalls.emitted):
+// the streams the model opens, and the end of a stream, or of one of the
+// consumer's calls there, that f may be. An END the router keeps in (a
+// durable router's on a closed stream) ends nothing for the runtime,
+// which never sees it, nor for the router.
 func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions []Decision) {
+	t := f.GetType()
+	stream, call := f.GetStreamId(), f.GetToolCallId()
+	// The consumer's call, or stream, is open until the model's END: an
+	// ERROR leaves it open, as it does for the runtime, whose answer to
+	// one call of several is an ERROR and an END of its id.
+	ends := (t == messages.FrameType_END || t == messages.FrameType_ERROR) &&
+		(call == "" || !r.calls.endsAlone(stream, call))
 	for _, d := range decisions {
 		switch d.Kind {
 		case Run:
@@ -312,25 +334,11 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 			r.d.reject(c, d.Frame, d.Message)
 		default:
 			c.ToOuter(d.Frame)
+			r.calls.emitted(d.Frame)
 		}
 	}
-	t := f.GetType()
-	if t != messages.FrameType_END && t != messages.FrameType_ERROR {
+	if !ends {
 		return
-	}
-	// The consumer's call, or stream, is open until the model's END: an
-	// ERROR leaves it open, as it does for the runtime, whose answer to
-	// one call of several is an ERROR and an END of its id.
-	end := t == messages.FrameType_END
-	stream, call := f.GetStreamId(), f.GetToolCallId()
-	if call != "" && r.calls.endsAlone(stream, call) {
-		if end {
-			r.calls.ended(stream, call) // the stream goes on, cut or not
-		}
-		return
-	}
-	if end {
-		r.calls.ended(stream, call)
 	}
 	if _, ok := r.cut[stream]; ok {
 		delete(r.cut, stream)

@@ -57,6 +57,7 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 		if rf := w.lockTempDir(d, dir); rf != nil {
 			return true, rf
 		}
+		defer unlockTempDir(d)
 		// One left by a crash: see hiddenTempName.
 		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
 			return true, leftoverRefused(err)
@@ -151,10 +152,13 @@ func noEINTR(fn func() error) error {
 // such a write left (see hiddenTempName): an exclusive flock(2) on the
 // descriptor, which another process holding it (its own write there)
 // makes refused (ReasonHiddenInUse) rather than waited for: a process
-// may hold it for as long as it likes. The lock goes with the
-// descriptor. A file system that has no such locks is written
-// unlocked: the writes of the process are one at a time all the same
-// (hiddenTempMu).
+// may hold it for as long as it likes. unlockTempDir releases it, and
+// must, before the descriptor is closed: the lock is the open file's,
+// and a process the workspace forks meanwhile (a sandbox's helper, set
+// up ahead) holds a copy of the descriptor until it execs, which would
+// keep the lock held past the close. A file system that has no such
+// locks is written unlocked: the writes of the process are one at a
+// time all the same (hiddenTempMu).
 func (w *Workspace) lockTempDir(d int, dir string) *refusal {
 	err := noEINTR(func() error { return unix.Flock(d, unix.LOCK_EX|unix.LOCK_NB) })
 	switch {
@@ -185,5 +189,15 @@ func (w *Workspace) lockTempDirOf(dir string) (unlock func(), rf *refusal) {
 		f.Close()
 		return nil, rf
 	}
-	return func() { f.Close() }, nil
+	return func() {
+		if rc, err := f.SyscallConn(); err == nil {
+			_ = rc.Control(func(fd uintptr) { unlockTempDir(int(fd)) })
+		}
+		f.Close()
+	}, nil
+}
+
+// unlockTempDir releases the lock lockTempDir took on d (see there).
+func unlockTempDir(d int) {
+	_ = noEINTR(func() error { return unix.Flock(d, unix.LOCK_UN) })
 }

@@ -629,51 +629,112 @@ func TestSalvage_LostPutAfterADelete(t *testing.T) {
 		{"PutAfterTheDelete", 10, 1},
 		{"DeleteAfterThePut", 5, 0},
 	} {
-		for _, reopen := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/reopen=%t", tc.name, reopen), func(t *testing.T) {
-				path := filepath.Join(t.TempDir(), "store.db")
-				s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
-				if err != nil {
+		t.Run(tc.name, func(t *testing.T) {
+			salvageLostEvent3(t, tc.againAt, nil, damageEvent3, tc.dropped)
+		})
+	}
+}
+
+// TestSalvage_LostPutBeforeAndAfterADelete: event 3 is written, then
+// covered by the snapshot at 5 that compacts the events below it, then
+// written again, and both its writes are lost in the log. The first was
+// deleted by the snapshot, not by Salvage; the second was written after
+// it, and Salvage drops it: one record dropped, before a reopen and
+// after it.
+func TestSalvage_LostPutBeforeAndAfterADelete(t *testing.T) {
+	salvageLostEvent3(t, 10, nil, func(t *testing.T, path string) {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for from := 0; ; n++ {
+			i := bytes.Index(b[from:], []byte("event 3"))
+			if i < 0 {
+				break
+			}
+			flipByte(t, path, int64(from+i+2))
+			from += i + 1
+		}
+		if n < 2 {
+			t.Fatalf("%d copies of event 3 in the file, want both writes", n)
+		}
+	}, 1)
+}
+
+// TestSalvage_LostPutThenDeletedAgain: event 3 is written again after the
+// snapshot at 5 compacted the events below it, its write is lost in the
+// log, and a delete through 4 then covers it again, leaving the mark
+// where the snapshot put it. That delete dropped it, not Salvage: no
+// record dropped, before a reopen and after it.
+func TestSalvage_LostPutThenDeletedAgain(t *testing.T) {
+	salvageLostEvent3(t, 10, func(t *testing.T, s *Store) {
+		if err := s.DeleteEvents(t.Context(), "a", 4); err != nil {
+			t.Fatal(err)
+		}
+	}, damageEvent3, 0)
+}
+
+// salvageLostEvent3 writes events 0 to 9 of actor "a" with a snapshot at
+// 5 (which compacts the events below it) before event 5, writes event 3
+// again before event againAt (10: after event 9), then calls then (if
+// not nil), leaves it all in the log by a crash, calls damage, and checks
+// that Salvage, before a reopen and after it, keeps the snapshot and
+// events 5 to 9 and counts dropped records.
+func salvageLostEvent3(t *testing.T, againAt uint64, then func(*testing.T, *Store), damage func(*testing.T, string), dropped int) {
+	for _, reopen := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reopen=%t", reopen), func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "store.db")
+			s, err := Open(path, &Options{NoSync: true, CheckpointOps: 1 << 20})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := t.Context()
+			for i := range uint64(11) {
+				if i == againAt {
+					if err := s.PersistEvent(ctx, "a", 3, []byte("event 3 again")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if i == 5 {
+					if err := s.PersistSnapshot(ctx, "a", 5, []byte("state at 5")); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if i < 10 {
+					if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "event %d", i)); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			if then != nil {
+				then(t, s)
+			}
+			crash(t, s)
+			damage(t, path)
+			if s, err = Open(path, &Options{NoSync: true}); err != nil {
+				t.Fatal(err)
+			}
+			if reopen {
+				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-				ctx := t.Context()
-				for i := range uint64(11) {
-					if i == tc.againAt {
-						if err := s.PersistEvent(ctx, "a", 3, []byte("event 3 again")); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if i == 5 {
-						if err := s.PersistSnapshot(ctx, "a", 5, []byte("state at 5")); err != nil {
-							t.Fatal(err)
-						}
-					}
-					if i < 10 {
-						if err := s.PersistEvent(ctx, "a", i, fmt.Appendf(nil, "event %d", i)); err != nil {
-							t.Fatal(err)
-						}
-					}
-				}
-				crash(t, s)
-				damageRecord(t, path, "a", durability.RecordEvent, 3, 2, true)
 				if s, err = Open(path, &Options{NoSync: true}); err != nil {
 					t.Fatal(err)
 				}
-				if reopen {
-					if err := s.Close(); err != nil {
-						t.Fatal(err)
-					}
-					if s, err = Open(path, &Options{NoSync: true}); err != nil {
-						t.Fatal(err)
-					}
-				}
-				defer s.Close()
-				got, err := s.Salvage(ctx, "a")
-				want := Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: 5, Dropped: tc.dropped}
-				if err != nil || got != want {
-					t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
-				}
-			})
-		}
+			}
+			defer s.Close()
+			got, err := s.Salvage(ctx, "a")
+			want := Salvaged{Snapshot: true, SnapshotIndex: 5, From: 5, Events: 5, Dropped: dropped}
+			if err != nil || got != want {
+				t.Errorf("Salvage = %+v, %v; want %+v", got, err, want)
+			}
+		})
 	}
+}
+
+// damageEvent3 damages the write of event 3 of actor "a" that bbolt reads
+// from the log of the store file at path.
+func damageEvent3(t *testing.T, path string) {
+	damageRecord(t, path, "a", durability.RecordEvent, 3, 2, true)
 }

@@ -180,17 +180,28 @@
 // damaged freelist page costs nothing to a read-only Open, and Verify
 // reports it. A writable Open rebuilds it when the tree is intact: it
 // writes a freelist of the pages the walk of the tree did not reach and a
-// meta page naming it, as a commit would. When the freelist lists pages
-// the tree uses, one of the two is damaged, and which cannot be told: if
+// meta page naming it, as a commit would; also when the freelist lists
+// pages the tree uses as well as an entry no freelist holds (a page past
+// the end, its own, one twice), which makes the damage the freelist's.
+// When the freelist lists pages the tree uses and is otherwise sound,
+// one of the two is damaged, and which cannot be told: if
 // those pages are reached from actors' buckets alone, the damage is
 // theirs either way (a broken pointer of an actor may lead to a page
 // freed since, holding old records of its own), so Open, read-only or
 // not, quarantines those actors as if their pages were broken, and a
 // writable Open rebuilds the freelist from the tree (which keeps their
-// pages); if another part of the file reaches them, a writable Open
-// refuses the file. It refuses it too when pages of the tree are broken
-// as well as the freelist (the pages only they lead to would be taken
-// for free); the error says so, and
+// pages). The quarantine is not written to the file: once the freelist
+// is rebuilt, a later Open finds no conflict and reads those actors as
+// it reads every actor (a read that walks a bucket of old records a
+// broken pointer leads to fails its summary), so Salvage them before
+// closing the store. If another part of the file reaches the listed pages, a
+// writable Open refuses the file. It refuses it too when the tree reaches the
+// freelist's own page, also from an actor's bucket alone: that actor's
+// walk finds a freelist where its page belongs (damage of its own, as
+// below), or the page holds the actor's and the freelist is lost, a case
+// Open does not tell apart yet; and when pages of the tree are broken as
+// well as the freelist (the pages only they lead to would be taken for
+// free). The error says so, and
 // the polyweave-store command's salvage copies what is intact into a new
 // file. [Verify] and the polyweave-store command (cmd/polyweave-store)
 // report what a damaged file still holds; [SalvageFile] (the command's

@@ -300,6 +300,10 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if m.freelist+overflow >= m.pgid || count > uint64(flOff+int64(overflow+1)*ps-idsOff)/8 {
 		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
 	}
+	// A page of the freelist that the tree reaches refuses the file,
+	// also when an actor's bucket alone reaches it (see the package
+	// doc): its ids cannot be told from the tree's page, so which
+	// pages the freelist lists in use is not known.
 	for p := m.freelist; p <= m.freelist+overflow; p++ {
 		if t.inUse(p) {
 			return bad(flOff, "freelist page %d: its page %d is in use by the tree", m.freelist, p), true
@@ -311,19 +315,15 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	}
 	var inUse *durability.DamageError // the first page listed that the tree uses
 	var listed []uint64               // all of them
-	// other returns the damage found after the pages listed in use met
-	// so far: those come first, and are then not all known.
-	other := func(err *durability.DamageError) (*durability.DamageError, bool) {
-		if inUse != nil {
-			return inUse, true
-		}
-		return err, false
-	}
+	// An entry no freelist holds (outside the file, its own page, a page
+	// twice) is damage of the freelist's own: it explains the pages
+	// listed in use too, met before it or not, so that Open decides the
+	// same whatever the order of the entries.
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
 		switch {
 		case id < 2 || id >= m.pgid:
-			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid))
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid), false
 		case t.inUse(id):
 			// bbolt would hand the page out while it is in use: the
 			// next commit would overwrite live data. The rest of the
@@ -335,10 +335,10 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 			listed = append(listed, id)
 			continue
 		case id >= m.freelist && id <= m.freelist+overflow:
-			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id))
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id), false
 		case t.pages[id] == freePage:
 			// bbolt would hand the page out twice.
-			return other(bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id))
+			return bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id), false
 		}
 		t.pages[id] = freePage
 	}

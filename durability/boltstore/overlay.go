@@ -179,10 +179,8 @@ func (a *pendingActor) log(snapshots bool) *pendingLog {
 // droppedLost reports whether Salvage drops r, a lostRecord of a's
 // actor, as a record of its own: unless a later write of a replaced it
 // (a put at its index) or deleted it (a delete that covers its index,
-// after it: when it was written after a delete that covers it, the mark
-// has moved since). a may be nil. A later delete that covers it without
-// moving the mark cannot be told from the earlier one (a keeps the
-// mark, not the order), and leaves it counted.
+// written after it: r.lostAfter says that r was written after every
+// delete that covers it, see [quarantined.deleted]). a may be nil.
 func (a *pendingActor) droppedLost(r record) bool {
 	if a == nil {
 		return true
@@ -191,7 +189,7 @@ func (a *pendingActor) droppedLost(r record) bool {
 	if _, put := l.puts[r.index]; put {
 		return false
 	}
-	return !l.hides(r.index) || r.lostAfter && l.deletedThrough == r.lostMark
+	return !l.hides(r.index) || r.lostAfter
 }
 
 // entry is an index with its data (and, from an overlay, its checksum).

@@ -17,10 +17,9 @@ type record struct {
 	// lostSnapshot (lostRecord only): the lost put was a snapshot.
 	lostSnapshot bool
 	// lostAfter (lostRecord only, in memory): the lost put was written
-	// after a delete that covers its index, whose mark was then
-	// lostMark (see [pendingActor.droppedLost]).
+	// after a delete that covers its index, and no delete that covers
+	// it was written after it (see [pendingActor.droppedLost]).
 	lostAfter bool
-	lostMark  uint64
 	name      string
 	index     uint64
 	data      []byte

@@ -213,9 +213,9 @@ func lostDropped(pend *pendingActor, lost []record) int {
 	counted := map[key]bool{}
 	for _, r := range lost {
 		k := key{r.lostSnapshot, r.index}
-		if _, ok := counted[k]; !ok {
-			counted[k] = pend.droppedLost(r)
-		}
+		// A put at the index lost before a delete covered it and one
+		// lost after count once, as the latter.
+		counted[k] = counted[k] || pend.droppedLost(r)
 	}
 	n := 0
 	for _, c := range counted {

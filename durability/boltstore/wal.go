@@ -121,6 +121,25 @@ type quarantined struct {
 	pages []byte
 }
 
+// deleted notes that rec, replayed after the lost records of q's actor
+// (q may be nil), deletes those it covers: a put lost after a delete
+// that covered it is then deleted by rec, not dropped by Salvage (see
+// [pendingActor.droppedLost]).
+func (q *quarantined) deleted(rec record) {
+	if q == nil {
+		return
+	}
+	for i := range q.lost {
+		r := &q.lost[i]
+		switch {
+		case rec.kind == deleteEvents && !r.lostSnapshot, rec.kind == deleteSnapshots && r.lostSnapshot:
+			r.lostAfter = r.lostAfter && r.index > rec.index
+		case rec.kind == putSnapshot && rec.compact && rec.index > 0:
+			r.lostAfter = r.lostAfter && r.index > rec.index-1
+		}
+	}
+}
+
 // entryReplayed, when set (by tests), is called by replay before it
 // reads each log entry.
 var entryReplayed func()
@@ -200,6 +219,7 @@ func (s *Store) replay(ctx context.Context, legacy bool, layout recordLayout, ne
 					return nil
 				}
 				r.overlay.apply(rec)
+				r.quarantine[rec.name].deleted(rec)
 				return nil
 			})
 			if derr == nil && err != nil && damagedRecs == 0 {
@@ -243,6 +263,7 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 	if rec.kind == putSnapshot && rec.compact && rec.index > 0 {
 		o.apply(record{kind: deleteEvents, name: rec.name, index: rec.index - 1})
 		o.apply(record{kind: deleteSnapshots, name: rec.name, index: rec.index - 1})
+		q[rec.name].deleted(rec)
 	}
 	what := durability.RecordEvent
 	if snapshot {
@@ -252,9 +273,7 @@ func (s *Store) lose(o *overlay, q map[string]*quarantined, rec record, seq uint
 	if a := o.actors[rec.name]; a != nil { // an older write at the index is not the state
 		l := a.log(snapshot)
 		delete(l.puts, rec.index)
-		if l.hides(rec.index) {
-			lost.lostAfter, lost.lostMark = true, l.deletedThrough
-		}
+		lost.lostAfter = l.hides(rec.index)
 	}
 	qa := q[rec.name]
 	if qa == nil {

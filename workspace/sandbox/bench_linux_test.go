@@ -99,7 +99,7 @@ func BenchmarkRunLooksAgain(b *testing.B) {
 		list := append(slices.Clone(defaults), others...)
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				if _, err := planHiding(list, cfg.Resolved, nil, c.dir, nil); err != nil {
+				if _, err := planHiding(list, cfg.Resolved, nil, c.dir, systemPlaces(ReadableDirs, nil)); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -57,10 +57,11 @@ type setupRequest struct {
 	EtcLinkDirs  []string `json:"etcLinkDirs,omitempty"`
 	Hidden       []string `json:"hidden,omitempty"`
 	ReadableDirs []string `json:"readableDirs,omitempty"`
-	// etcLinked is where the links of EtcLinkDirs led as the sandbox
-	// was set up (see etcLinked), for checkCovered to plan as the
-	// set-up did: by then they may be hidden, or out of its reach.
-	etcLinked []string
+	// system is the system's places as the sandbox was set up
+	// (ReadableDirs and where their links and those of EtcLinkDirs led:
+	// see systemPlaces), for checkCovered to plan as the set-up did: by
+	// then they may be hidden, or out of its reach.
+	system []string
 }
 
 // runRequest is the second line: the one command the sandbox runs.
@@ -395,12 +396,14 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(req.Hidden, wsPath)
-	// Where the links of /etc lead, found before the hiding covers
-	// them: left alone where a place kept for a link in the workspace
-	// leads (see HiddenPath.LedOut), and readable with Landlock.
+	// Where the links of /etc and of ReadableDirs lead, found before
+	// the hiding covers them: left alone, with ReadableDirs, where a
+	// place kept for a link in the workspace leads (see
+	// HiddenPath.LedOut); where those of /etc lead is readable with
+	// Landlock.
 	etc := etcLinked(req.EtcLinkDirs, wsPath)
-	req.etcLinked = etc
-	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath, etc)
+	req.system = systemPlaces(req.ReadableDirs, etc)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath, req.system)
 	if err != nil {
 		return p, "", nil, err
 	}
@@ -451,7 +454,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	// mounted: beneath /tmp, it was not there to be found before (the
 	// sandbox's own /tmp covers the host's), unlike the paths inside it
 	// that were resolved when it was opened (their identities say where).
-	late, err := planHidingLedOut(plan.missing, nil, plan.missingTargets, wsPath, plan.ledOut, etc)
+	late, err := planHidingLedOut(plan.missing, nil, plan.missingTargets, wsPath, plan.ledOut, req.system)
 	if err != nil {
 		return p, "", nil, err
 	}
@@ -1246,12 +1249,12 @@ func (r *fdReader) readByte() (byte, error) {
 // inode the file there has now; nor a directory the set-up pinned
 // (see pinWays), a mount root too, moved since by the host to a name
 // to hide. This process lists, as root in the sandbox's user
-// namespace, every directory a command could make readable. Where the
-// links of /etc lead is what the set-up found (req.etcLinked).
+// namespace, every directory a command could make readable. The
+// system's places are those the set-up found (req.system).
 func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers) error {
 	defaults, others := hideList(req.Hidden, wsPath)
 	targets = append(slices.Clone(req.LinkTargets), targets...)
-	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath, req.etcLinked)
+	plan, err := planHiding(append(slices.Clone(defaults), others...), req.Config.Resolved, targets, wsPath, req.system)
 	if err != nil {
 		return err
 	}

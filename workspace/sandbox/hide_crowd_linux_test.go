@@ -107,7 +107,7 @@ func TestMatchesInHostTmpNotCounted(t *testing.T) {
 	for i := range MaxHidden + 1 {
 		fixed = append(fixed, HiddenPath{Path: "/tmp/many/f" + strconv.Itoa(i) + ".pem", Dev: 1, Ino: uint64(i + 1)})
 	}
-	plan, err := planHiding(nil, fixed, nil, ws, nil)
+	plan, err := planHiding(nil, fixed, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatalf("with %d paths to hide in the host's /tmp: %v", len(fixed), err)
 	}
@@ -115,5 +115,41 @@ func TestMatchesInHostTmpNotCounted(t *testing.T) {
 		if within(h, "/tmp") {
 			t.Errorf("%s, in the host's /tmp, is to be covered", h)
 		}
+	}
+}
+
+// Entries that each lead through a link in the workspace to fewer than
+// MaxHidden paths, but to more than that together, are refused as the
+// workspace opens, naming a link, as one entry would be: a set-up
+// bounds what it hides in all, and would otherwise fail every command
+// with no word of the links.
+func TestTooManyHiddenThroughLinksTogetherNamesALink(t *testing.T) {
+	ws, base := t.TempDir(), dirOutsideTmp(t)
+	var hide, links []string
+	for _, name := range []string{"a", "b"} {
+		scattered := filepath.Join(base, name)
+		for i := range MaxHidden/2/crowd + 1 {
+			d := filepath.Join(scattered, strconv.Itoa(i))
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			makeMatches(t, d, 0, crowd)
+		}
+		link := filepath.Join(ws, name)
+		if err := os.Symlink(scattered, link); err != nil {
+			t.Fatal(err)
+		}
+		hide, links = append(hide, filepath.Join(link, "*", "*.pem")), append(links, link)
+	}
+	resolved, err := ResolveHide(hide, ws)
+	if err == nil {
+		_, err = planHiding(nil, resolved, nil, ws, systemPlaces(ReadableDirs, nil))
+		t.Fatalf("ResolveHide kept %d paths; a set-up then fails: %v", len(resolved), err)
+	}
+	if !errors.Is(err, ErrTooManyHidden) || !errors.Is(err, ErrConfig) {
+		t.Fatalf("ResolveHide: %v, want ErrTooManyHidden and ErrConfig", err)
+	}
+	if !strings.Contains(err.Error(), links[0]) && !strings.Contains(err.Error(), links[1]) || !strings.Contains(err.Error(), "remove") {
+		t.Errorf("the error names neither link, or not how to mend it: %v", err)
 	}
 }

@@ -76,7 +76,7 @@ func TestLedOutEscapedNamesMatchedAsWritten(t *testing.T) {
 	writeFiles(t, upper, "a.key")
 	writeFiles(t, lower, "b.key")
 	writeFiles(t, odd, "c.key")
-	plan, err := planHiding(nil, resolved, nil, ws, nil)
+	plan, err := planHiding(nil, resolved, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestHideLedOutKeptWhateverTheName(t *testing.T) {
 	writeFiles(t, plain, "c.deep")
 	writeFiles(t, filepath.Join(plain, "sub"), "a.key")
 	writeFiles(t, filepath.Join(plain, "sub2"), "d.key")
-	plan, err := planHiding(nil, resolved, nil, ws, nil)
+	plan, err := planHiding(nil, resolved, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

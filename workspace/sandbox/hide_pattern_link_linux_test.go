@@ -74,7 +74,7 @@ func TestPatternOverLinksToWorkspaceIsBounded(t *testing.T) {
 	if r, err := resolveHidden(lstats{}, matches[0], ws, true); err != nil || r != filepath.Join(ws, "a.key") {
 		t.Errorf("the match %s resolves to %q, %v; want %s", matches[0], r, err, filepath.Join(ws, "a.key"))
 	}
-	plan, err := planHiding([]string{filepath.Join(ws, "config", "*")}, nil, nil, ws, nil)
+	plan, err := planHiding([]string{filepath.Join(ws, "config", "*")}, nil, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatalf("config/* with config -> .: %v", err)
 	}

@@ -64,6 +64,12 @@ var DefaultHidden = []string{
 // elsewhere in /etc, /opt or /usr stays readable when the host runs as
 // root (Hide it with [Config.Hide]).
 //
+// A directory here that is a link (/snap -> /var/lib/snapd/snap, /opt
+// on a larger disk) is readable where it leads, as Landlock follows
+// it, and what a link in the workspace cannot make a sandbox hide
+// there is what leads to, into or above where it leads too (see
+// [ResolveHide]).
+//
 // Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
 // /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is set up, is readable
 // too, when that is not hidden, not "/" or a directory just below it,
@@ -107,7 +113,7 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 		}
 	}
 	readable := func(d string) bool { return within(path, d) }
-	if p.Landlock > 0 && !slices.ContainsFunc(ReadableDirs, readable) && !slices.ContainsFunc(p.AlsoReadable, readable) {
+	if p.Landlock > 0 && !slices.ContainsFunc(systemPlaces(ReadableDirs, nil), readable) && !slices.ContainsFunc(p.AlsoReadable, readable) {
 		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s), "+
 			"nor where a link directly in /etc leads", path, strings.Join(ReadableDirs, ", "))
 	}
@@ -449,10 +455,13 @@ func (t *LinkTargets) add(found []string) {
 // link make later sandboxes fail for a pattern matching more than
 // [MaxHidden] paths where it leads: a directory there that holds more
 // than 64 of its matches is hidden whole, with one cover (unless it is
-// "/", a system place as above, or holds the workspace); a pattern
-// that still leads through it to more than MaxHidden paths is refused
-// ([ErrTooManyHidden], with [ErrConfig]), the error naming the link
-// and where it leads, for the host to remove it. A FIFO is never
+// "/", a system place as above, or holds the workspace); when what
+// patterns still lead to through such links takes the paths a set-up
+// hides (what Hide resolved to, counting one for each entry of
+// [DefaultHidden] and the surroundings) beyond MaxHidden, one pattern
+// or several together, Hide is refused ([ErrTooManyHidden], with
+// [ErrConfig]), the error naming the link that leads to the most and
+// where it leads, for the host to remove it. A FIFO is never
 // opened, and each directory is listed once per component of a
 // pattern, whatever number of links lead to it.
 func ResolveHide(hide []string, workspace string) ([]HiddenPath, error) {
@@ -489,9 +498,18 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	var out []HiddenPath
 	var notes []LinkToSystem
 	have := map[HiddenPath]bool{}
-	// Where the links of /etc lead is read only once a link in the
-	// workspace leads somewhere.
-	etc := sync.OnceValue(func() []string { return etcLinked(EtcLinkDirs, ws) })
+	// counted is how many paths kept a set-up counts towards MaxHidden
+	// (see sandboxesOwn); most is the entry whose matches out of the
+	// workspace through a link in it count the most, for the error
+	// should they make too many.
+	counted := 0
+	var most struct {
+		i, n    int
+		h, link string
+	}
+	// The system's places (where the links of /etc lead among them) are
+	// read only once a link in the workspace leads somewhere.
+	system := sync.OnceValue(func() []string { return systemPlaces(ReadableDirs, etcLinked(EtcLinkDirs, ws)) })
 	for i, h := range hide {
 		if !filepath.IsAbs(h) {
 			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: want an absolute path", ErrConfig, i, h)
@@ -506,7 +524,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			// each set-up: what matches it only later is hidden too;
 			// and so is the pattern where a link in the workspace led
 			// its directory out of it, which a set-up does not follow.
-			ledOut, dir, to := ledOutOfWorkspace(h, ws, etc)
+			ledOut, dir, to := ledOutOfWorkspace(h, ws, system)
 			for _, hp := range []HiddenPath{{Path: h}, {Path: ledOut, LedOut: true}} {
 				if hp.Path != "" && !have[hp] {
 					have[hp] = true
@@ -532,6 +550,9 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			if !have[hp] {
 				have[hp] = true
 				out = append(out, hp)
+				if r != "" && (!sandboxesOwn(r) || within(r, ws)) {
+					counted++
+				}
 			}
 			return nil
 		}
@@ -550,7 +571,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			if err != nil {
 				return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %v", ErrConfig, i, h, err)
 			}
-			if r != "" && throughWorkspaceLink(m, ws) && systemPlace(r, ws, etc()) {
+			if r != "" && throughWorkspaceLink(m, ws) && systemPlace(r, ws, system()) {
 				if note.Count++; note.To == "" {
 					note.Path, note.To = filepath.Clean(m), r
 				}
@@ -577,7 +598,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			// Nothing there yet: what is written there later, through
 			// a link in the workspace that leads its directory out of
 			// it, is hidden where that link led, as for a pattern.
-			ledOut, dir, to := ledOutOfWorkspace(h, ws, etc)
+			ledOut, dir, to := ledOutOfWorkspace(h, ws, system)
 			if hp := (HiddenPath{Path: ledOut, LedOut: true}); ledOut != "" && !have[hp] {
 				have[hp] = true
 				out = append(out, hp)
@@ -586,25 +607,30 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				note.Path, note.To = dir, to
 			}
 		}
-		gathered := gatherCrowds(led, ws, etc())
-		// What is in the sandbox's own /tmp and /dev counts for nothing
-		// (see sandboxesOwn).
-		if counted := len(slices.DeleteFunc(slices.Clone(gathered), sandboxesOwn)); counted > MaxHidden {
-			to, _ := resolveLinks(nil, link, ws, true)
-			return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
-				"which leads out of it to %s, to %d paths to hide, more than MaxHidden (%d), in directories none of "+
-				"which holds more than %d of them to be hidden whole; the link may be a command's: remove it from "+
-				"outside the sandboxes (os.Remove removes the link, not what it leads to), or name in Hide what it "+
-				"leads to that is secret", ErrConfig, i, h, ErrTooManyHidden, link, to, counted, MaxHidden, crowd)
-		}
-		for _, r := range gathered {
+		before := counted
+		for _, r := range gatherCrowds(led, ws, system()) {
 			if err := keep(r, r); err != nil {
 				return nil, nil, err
 			}
 		}
+		if n := counted - before; n > most.n {
+			most.i, most.n, most.h, most.link = i, n, h, link
+		}
 		if note.To != "" {
 			notes = append(notes, note)
 		}
+	}
+	// A set-up hides every path kept, and the defaults: the entries led
+	// out of the workspace through links in it may not take that beyond
+	// MaxHidden, one entry or all together, or every set-up fails.
+	if total := counted + len(DefaultHidden) + 1; most.n > 0 && total > MaxHidden {
+		to, _ := resolveLinks(nil, most.link, ws, true)
+		return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
+			"which leads out of it to %s, to %d paths to hide (%d with the rest of Hide and DefaultHidden), more "+
+			"than MaxHidden (%d), in directories none of which holds more than %d of them to be hidden whole; the "+
+			"link may be a command's: remove it from outside the sandboxes (os.Remove removes the link, not what it "+
+			"leads to), or name in Hide what it leads to that is secret", ErrConfig, most.i, most.h, ErrTooManyHidden,
+			most.link, to, most.n, total, MaxHidden, crowd)
 	}
 	return out, notes, nil
 }
@@ -615,7 +641,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 // the workspace wsPath to a directory out of it (sec -> /elsewhere/sec
 // for sec/*.key gives /elsewhere/sec/*.key, for sec/a.key
 // /elsewhere/sec/a.key), not "/" nor a system place (see systemPlace,
-// with the places etc returns): otherwise "". Where the directory is missing,
+// with the places system returns): otherwise "". Where the directory is missing,
 // the deepest directory on the way to it that exists says where it
 // leads (sec/sub/a.key gives /elsewhere/sec/sub/a.key); the wildcards
 // of where the links led are escaped (/elsewhere/s\[1\]/*.key). A
@@ -623,7 +649,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 // hides, each time, where the workspace's owner keeps secrets through
 // a link, whatever became of the link. When the directory dir leads so
 // into a system place, to is where: nothing is kept there.
-func ledOutOfWorkspace(h, wsPath string, etc func() []string) (ledOut, dir, to string) {
+func ledOutOfWorkspace(h, wsPath string, system func() []string) (ledOut, dir, to string) {
 	parts := strings.Split(h, "/")
 	i := slices.IndexFunc(parts, isPattern)
 	if i < 0 {
@@ -647,7 +673,7 @@ func ledOutOfWorkspace(h, wsPath string, etc func() []string) (ledOut, dir, to s
 	if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
 		return "", "", ""
 	}
-	if systemPlace(r, wsPath, etc()) {
+	if systemPlace(r, wsPath, system()) {
 		return "", dir, r
 	}
 	return filepath.Join(append([]string{escapeNames(r)}, parts[j:]...)...), "", ""
@@ -680,15 +706,33 @@ func escapeNames(p string) string {
 }
 
 // systemPlace reports whether the path r (resolved) outside the
-// workspace wsPath is, holds, or is beneath one of [ReadableDirs] or
-// of etc (where the links of [EtcLinkDirs] lead: see etcLinked): the
-// system's programs, libraries and configuration, which commands need.
-func systemPlace(r, wsPath string, etc []string) bool {
+// workspace wsPath is, holds, or is beneath one of system (see
+// systemPlaces): the system's programs, libraries and configuration,
+// which commands need.
+func systemPlace(r, wsPath string, system []string) bool {
 	if within(r, wsPath) {
 		return false
 	}
-	near := func(d string) bool { return within(r, d) || within(d, r) }
-	return slices.ContainsFunc(ReadableDirs, near) || slices.ContainsFunc(etc, near)
+	return slices.ContainsFunc(system, func(d string) bool { return within(r, d) || within(d, r) })
+}
+
+// systemPlaces returns the places systemPlace leaves to commands: the
+// directories of readableDirs ([ReadableDirs] as the host has them),
+// as written and where their links lead (/snap leads to
+// /var/lib/snapd/snap on some systems, /opt to a larger disk on
+// others: Landlock follows the links, and what is matched to hide is
+// resolved), but for one that leads to "/"; and etc, where the links
+// of [EtcLinkDirs] lead (see etcLinked).
+func systemPlaces(readableDirs, etc []string) []string {
+	out := slices.Clone(etc)
+	for _, d := range readableDirs {
+		d = filepath.Clean(d)
+		out = append(out, d)
+		if r, err := filepath.EvalSymlinks(d); err == nil && r != d && r != "/" {
+			out = append(out, r)
+		}
+	}
+	return out
 }
 
 // etcLinked returns where the symbolic links directly in the
@@ -751,18 +795,18 @@ const crowd = 64
 // whole with one cover, when it may be: it is not "/", neither holds
 // the workspace nor is in it, is not the sandbox's own (see
 // sandboxesOwn: a set-up covers nothing there, nor counts it) and is
-// no system place (see systemPlace, with etc). Such a link may be a
+// no system place (see systemPlace, with system). Such a link may be a
 // command's, and the directory any the host can read: a pattern that
 // matched there more paths than a sandbox hides ([MaxHidden]) would
 // fail every set-up. The directory holds nothing the command sees.
-func gatherCrowds(rs []string, wsPath string, etc []string) []string {
+func gatherCrowds(rs []string, wsPath string, system []string) []string {
 	count := map[string]int{}
 	for _, r := range rs {
 		count[filepath.Dir(r)]++
 	}
 	whole := func(d string) bool {
 		return count[d] > crowd && d != "/" && !within(d, wsPath) && !within(wsPath, d) && !sandboxesOwn(d) &&
-			!systemPlace(d, wsPath, etc)
+			!systemPlace(d, wsPath, system)
 	}
 	var out []string
 	gathered := map[string]bool{}
@@ -792,7 +836,7 @@ type hidePlan struct {
 	seen                                lstats          // what the planning found
 	matched                             map[string]int  // each pattern's number of matches
 	ledOut                              map[string]bool // the patterns kept where a link led (see ledOutOf)
-	etc                                 []string        // where the links of EtcLinkDirs lead (see planHiding)
+	system                              []string        // the places commands need (see planHiding)
 }
 
 // lstats remembers what Lstat returned for each path, for one look at
@@ -831,11 +875,11 @@ var ErrConfig = errors.New("sandbox configuration")
 // characters their names hold). A link in the workspace (a command's)
 // is followed only into it, as resolveHidden and globHidden say; the
 // places in the workspace that links led to are the plan's targets.
-// etc are where the links of [EtcLinkDirs] lead (see etcLinked), left
-// alone where a place kept for a link in the workspace leads, as
-// [ReadableDirs] are (see [HiddenPath.LedOut]).
-func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string, etc []string) (hidePlan, error) {
-	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed), etc)
+// system are the places of [ReadableDirs] and where the links of
+// [EtcLinkDirs] lead (see systemPlaces), left alone where a place kept
+// for a link in the workspace leads (see [HiddenPath.LedOut]).
+func planHiding(list []string, fixed []HiddenPath, targets []string, wsPath string, system []string) (hidePlan, error) {
+	return planHidingLedOut(list, fixed, targets, wsPath, ledOutOf(fixed), system)
 }
 
 // ledOutOf returns the patterns of fixed kept only where a link in the
@@ -857,11 +901,11 @@ func ledOutOf(fixed []HiddenPath) map[string]bool {
 
 // planHidingLedOut is planHiding, with the patterns of ledOut matched
 // as [HiddenPath.LedOut] says: a match that leads into a system place
-// (see systemPlace, with etc) leads nowhere, and a directory where
+// (see systemPlace, with system) leads nowhere, and a directory where
 // more than crowd matches of one lie is hidden whole (see
 // gatherCrowds).
 func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPath string, ledOut map[string]bool,
-	etc []string) (hidePlan, error) {
+	system []string) (hidePlan, error) {
 	var resolved, missing, missingTargets, found []string
 	ids := map[string]HiddenPath{}
 	seen := lstats{}
@@ -927,7 +971,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 			if err != nil {
 				return hidePlan{}, fmt.Errorf("%w: hide %s: %v", ErrConfig, h, err)
 			}
-			if r != "" && ledOut[h] && systemPlace(r, wsPath, etc) {
+			if r != "" && ledOut[h] && systemPlace(r, wsPath, system) {
 				continue // where a command's link may have led: see HiddenPath.LedOut
 			}
 			switch {
@@ -943,7 +987,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 				}
 			}
 		}
-		for _, r := range gatherCrowds(kept, wsPath, etc) {
+		for _, r := range gatherCrowds(kept, wsPath, system) {
 			if err := add(r); err != nil {
 				return hidePlan{}, err
 			}
@@ -964,7 +1008,7 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 	// it, except beneath the workspace, which stays visible.
 	slices.SortFunc(resolved, func(a, b string) int { return len(a) - len(b) })
 	plan := hidePlan{ids: ids, missing: missing, missingTargets: missingTargets, targets: found, seen: seen, matched: matched,
-		ledOut: ledOut, etc: etc}
+		ledOut: ledOut, system: system}
 	inside, outside := pathSet{}, pathSet{}
 	for _, r := range resolved {
 		if within(r, wsPath) {
@@ -1000,9 +1044,9 @@ func planHidingLedOut(list []string, fixed []HiddenPath, targets []string, wsPat
 // whole, with one cover (see [HiddenPath.LedOut] for which directories
 // may be), so that a command's link to a crowded directory (a pattern's
 // directory made a link to one the host reads, /var/lib/dpkg/info say)
-// cannot fail every later set-up; and [ResolveHide] refuses such a
-// pattern that still leads to more than MaxHidden paths, naming the
-// link, which the host removes. No command can mend this, since none runs:
+// cannot fail every later set-up; and [ResolveHide] refuses the
+// patterns that still take through such links what a set-up hides
+// beyond MaxHidden, naming a link, which the host removes. No command can mend this, since none runs:
 // the host must remove matches itself, outside the sandboxes (their
 // names are what the pattern matches beneath the workspace: list them
 // with filepath.Glob and remove each with os.Remove, which removes a

@@ -42,7 +42,7 @@ func keepFiles(keep, others []string, fixed []HiddenPath, wsPath string, plan *h
 			continue // visible as it is, or hidden itself
 		}
 		if otherPlan == nil {
-			op, err := planHiding(others, fixed, nil, wsPath, plan.etc)
+			op, err := planHiding(others, fixed, nil, wsPath, plan.system)
 			if err != nil {
 				return kept, err
 			}

@@ -114,7 +114,7 @@ func TestHidePatternLedOutToSystemDirs(t *testing.T) {
 	}
 	// Named as such in Hide too, the pattern there hides what its
 	// matches made since lead to, as the configuration says.
-	plan, err := planHiding(nil, named.Resolved, nil, ws, nil)
+	plan, err := planHiding(nil, named.Resolved, nil, ws, systemPlaces(ReadableDirs, nil))
 	if err != nil {
 		t.Fatal(err)
 	}

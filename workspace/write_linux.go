@@ -54,10 +54,12 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 
 	tmp := tempName(hidden)
 	if hidden {
-		if rf := w.lockTempDir(d, dir); rf != nil {
-			return true, rf
+		if dir != "." { // the root is locked already (hiddenWrite)
+			if rf := w.lockTempDir(d, dir); rf != nil {
+				return true, rf
+			}
+			defer unlockTempDir(d)
 		}
-		defer unlockTempDir(d)
 		// One left by a crash: see hiddenTempName.
 		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
 			return true, leftoverRefused(err)

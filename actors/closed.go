@@ -38,9 +38,17 @@ import (
 //
 // A call a Resume answered alone, the other calls of its stream going on
 // (shared: see shell.resumed), has for its rest only the frames that
-// carry its tool-call id (but its TOOL_CALL sent again, a new call, which
-// ends the record); the other frames of the stream are the other calls',
-// delivered. The caller's END ends the record, as any.
+// carry its tool-call id, or that of a call answered on the stream
+// before it (see shell.noteAnswered), but a TOOL_CALL (the call sent
+// again) or a DESCRIBE, each a new call, which ends the record; the other
+// frames of the stream are the other calls', delivered, and that rest is
+// dropped also while the incarnation has a call of its own open on the
+// stream (one of another id). The caller's END ends the record, as any.
+//
+// A call whose caller's META tool_complete came after its answer (the end
+// of its arguments, dropped) has no rest left that opens a call: a frame
+// with its id that opens one, but an argument chunk, is a new call
+// reusing the id (see closedCall.complete), served.
 //
 // A caller that never sends its END leaves its stream in the record: past
 // closedMax streams, the oldest are forgotten (their late frames reach the
@@ -64,13 +72,40 @@ type closedCall struct {
 	others []string
 	// shared: the call was answered alone, the other calls of its
 	// stream going on (a Resume's answer: see shell.resumed). Its rest
-	// is then the frames that carry its id alone (see sharedRest).
+	// is then the frames that carry its id, or one of its others' (the
+	// calls of the records it replaced), alone (see sharedRest).
 	shared bool
 	// served: a new call on the stream was served after the answer (see
 	// afterNewCall). The record's rest is then the frames that carry the
 	// id of its call or of one of its others (see servedRest); the
 	// stream's other frames are the new call's, or later ones'.
 	served bool
+	// complete are those of its calls (call, others) whose caller's
+	// META tool_complete, the end of their arguments, came after the
+	// answer (see completes): a frame with one of their ids that opens
+	// a call (but an argument chunk) is no rest of theirs, but a new
+	// call reusing the id (models number the calls of each response
+	// afresh, and a PARAM may open one).
+	complete []string
+}
+
+// completes returns r once f, a frame on its stream, is the caller's
+// META tool_complete of one of r's calls (see closedCall.complete); ok
+// reports whether it is one not noted yet.
+func (r closedCall) completes(f *messages.Frame) (_ closedCall, ok bool) {
+	call := f.GetToolCallId()
+	if !f.IsToolComplete() || !r.holds(call) || slices.Contains(r.complete, call) {
+		return r, false
+	}
+	r.complete = append(slices.Clip(r.complete), call)
+	return r, true
+}
+
+// reuses reports whether f opens a new call with the id of one of r's
+// calls whose arguments were complete (see closedCall.complete).
+func (r closedCall) reuses(f *messages.Frame) bool {
+	return len(r.complete) > 0 && opensCall(f.GetType()) && !f.IsToolArgChunk() &&
+		slices.Contains(r.complete, f.GetToolCallId())
 }
 
 // afterNewCall returns the record that follows r on its stream once f,
@@ -80,12 +115,17 @@ type closedCall struct {
 // again); ok reports whether any is left to keep.
 func (r closedCall) afterNewCall(f *messages.Frame) (_ closedCall, ok bool) {
 	again := ""
-	if f.GetType() == messages.FrameType_TOOL_CALL {
+	if f.GetType() == messages.FrameType_TOOL_CALL || r.reuses(f) {
 		again = f.GetToolCallId()
 	}
 	next := closedCall{served: true, others: r.carried(nil, again)}
 	if len(next.others) == 0 {
 		return closedCall{}, false
+	}
+	for _, c := range r.complete {
+		if c != again {
+			next.complete = append(next.complete, c)
+		}
 	}
 	next.call, next.others = answeredCall(next.others[0]), next.others[1:]
 	return next, true
@@ -100,17 +140,19 @@ func (r closedCall) holds(call string) bool {
 // servedRest reports, of f, a frame on the stream of r, a served record
 // (see closedCall.served), whether it is the rest of r's calls, to be
 // dropped: one that carries the id of one of them, but a TOOL_CALL (that
-// call sent again, a new call) or a DESCRIBE (a whole call in one
-// frame); and whether it ends the record: the caller's END, or a
-// TOOL_CALL that sends one of r's calls again (a caller reuses a call's
-// id once it has the call's answer, and its rest with it).
+// call sent again, a new call), a frame that opens a call with the id
+// of one whose arguments were complete (see closedCall.complete) or a
+// DESCRIBE (a whole call in one frame); and whether it ends the record:
+// the caller's END, or a new call with the id of one of r's calls (a
+// caller reuses a call's id once it has the call's answer, and its
+// rest with it).
 func (r closedCall) servedRest(f *messages.Frame) (rest, ends bool) {
 	switch t := f.GetType(); {
 	case t == messages.FrameType_END:
 		return false, true
 	case !r.holds(f.GetToolCallId()):
 		return false, false
-	case t == messages.FrameType_TOOL_CALL:
+	case t == messages.FrameType_TOOL_CALL || r.reuses(f):
 		return false, true
 	case t == messages.FrameType_DESCRIBE:
 		return false, false
@@ -204,14 +246,21 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 		return false
 	}
 	if rec.shared {
-		rest, ends := rec.call.sharedRest(f)
+		rest, ends := rec.sharedRest(f)
 		if ends {
 			c.remove(id)
 		}
 		if f.GetType() == messages.FrameType_END {
-			rest = true // as any record's END: see below
+			return !open.has(id) // as any record's END: see below
 		}
-		return rest && !open.has(id)
+		// What carries the answered call's id is its rest, the stream
+		// open or not: a call of this incarnation's that opened it
+		// since has another id.
+		return rest
+	}
+	if next, ok := rec.completes(f); ok {
+		rec = next
+		c.addRecord(id, rec)
 	}
 	if rec.served {
 		rest, ends := rec.servedRest(f)

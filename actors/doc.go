@@ -66,7 +66,11 @@
 //     a TOOL_CALL or DESCRIBE is still its rest, dropped, by the
 //     incarnation that serves the new call and by a next one (what the
 //     Logic emits with such an id too), so that it is not taken for a
-//     new call a stop or restart would answer a second time. A frame that
+//     new call a stop or restart would answer a second time. Once the
+//     caller's META tool_complete of such a call came (the end of its
+//     arguments, dropped), a frame with its id that opens a call, but an
+//     argument chunk, is no rest of it: a new call reusing the id (a
+//     PARAM may open one), served. A frame that
 //     opens a call and carries no id (PARAM, TEXT) cannot be told by it: in
 //     the incarnation that answered the call (restarting, stopping or
 //     resumed) it is the call's rest, dropped up to the caller's END (a
@@ -77,7 +81,8 @@
 //     through a META (it may follow a call's END: an approval decision),
 //     but a tool_complete one (the end of the answered call's arguments),
 //     and what comes while it has a call of its own open on the stream
-//     (but, once a new call was served there, the rest above),
+//     (but, once a new call was served there, the rest above, and the
+//     rest of a call a Resume answered alone, told by its id),
 //     and a [Spec.Durable] duplex, which recovers its calls, gets every
 //     frame once restarted. A caller stops sending a call once it has
 //     the call's answer (its ERROR and END included). Of the streams
@@ -117,12 +122,17 @@
 //     the stream, of the latest 16 streams so closed, on the stream
 //     closed or opened since by a call of another id; nor does an END
 //     with an id the stream never
-//     carried, while it holds a call: the Logic's answer to a frame of
+//     carried, while it holds a call with an id, or one of no id beside
+//     calls the Logic ended by their ids: the Logic's answer to a frame of
 //     no call the runtime knows, a late chunk say, leaves the stream's
-//     calls open, to be answered once). When the failed frame carries
+//     calls open, to be answered once; a stream whose calls carry no id,
+//     none ended by an id, is closed by it, the END of its call, which the
+//     Logic gave an id). When the failed frame carries
 //     the id of one of
 //     them, the Resume answers that call alone: its ERROR and END carry
-//     its id, its rest is the frames that carry it, what the Logic emits
+//     its id, its rest is the frames that carry it (and those of the
+//     calls answered on the stream before it: their rest), but its
+//     TOOL_CALL or a DESCRIBE (a new call), what the Logic emits
 //     with its id is dropped up to the Logic's END of it, the Logic gets
 //     a CANCEL with its id, and the jobs keyed by the stream id run on
 //     (they may be the other calls'); the stream's other calls go on,

@@ -722,11 +722,15 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 	if rec.shared {
 		// Its rest is what carries its id; the caller's END, of the
 		// stream's other calls too, is delivered.
-		rest, ends := rec.call.sharedRest(f)
+		rest, ends := rec.sharedRest(f)
 		if ends {
 			s.endAnswered(id)
 		}
 		return rest
+	}
+	if next, ok := rec.completes(f); ok {
+		rec = next
+		s.answered.addRecord(id, rec)
 	}
 	if rec.served {
 		rest, ends := rec.servedRest(f)
@@ -793,22 +797,24 @@ func (r closedCall) newCall(f *messages.Frame) bool {
 		return false
 	}
 	id := f.GetToolCallId()
-	return id != "" && (t == messages.FrameType_TOOL_CALL || id != string(r.call) && !slices.Contains(r.others, id))
+	return id != "" && (t == messages.FrameType_TOOL_CALL || r.reuses(f) || !r.holds(id))
 }
 
-// sharedRest reports, of f, a frame on the stream of the call c a Resume
-// answered alone among its stream's calls (see closedCall.shared), whether
-// it is c's rest, to be dropped: one that carries c's id but its
-// TOOL_CALL (c sent again, a new call); and whether it ends the record of
-// c: that TOOL_CALL, or the caller's END of the stream. The stream's other
-// frames are its other calls'.
-func (c answeredCall) sharedRest(f *messages.Frame) (rest, ends bool) {
-	switch {
-	case f.GetType() == messages.FrameType_END:
+// sharedRest reports, of f, a frame on the stream of r, the record of
+// the call a Resume answered alone among its stream's calls (see
+// closedCall.shared), whether it is the answered call's rest, to be
+// dropped: one that carries its id (or the id of one of r's others, the
+// calls of a record r replaced: see noteAnswered) but its TOOL_CALL (the
+// call sent again) or a DESCRIBE (a whole call in one frame), each a
+// new call; and whether it ends r: such a new call, or the caller's END
+// of the stream. The stream's other frames are its other calls'.
+func (r closedCall) sharedRest(f *messages.Frame) (rest, ends bool) {
+	switch t := f.GetType(); {
+	case t == messages.FrameType_END:
 		return false, true
-	case f.GetToolCallId() != string(c):
+	case !r.holds(f.GetToolCallId()):
 		return false, false
-	case f.GetType() == messages.FrameType_TOOL_CALL:
+	case t == messages.FrameType_TOOL_CALL || t == messages.FrameType_DESCRIBE:
 		return false, true
 	}
 	return true, false
@@ -828,8 +834,9 @@ func (s *shell) dropClosed(f *messages.Frame) bool {
 // tool-call id call, whose caller's input has not ended (see answered):
 // alone among the stream's calls when shared (see closedCall); else with
 // the stream's other calls known by their ids, answered with it or ended
-// by the Logic, and the calls of the records of the stream it replaces,
-// prev (see closedCall.others).
+// by the Logic. Either way it keeps the calls of the records of the
+// stream it replaces (prev, and those of the stream in answered and
+// closed: see closedCall.others), whose rest may still come.
 func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCall) {
 	if s.answered == nil {
 		s.answered = &closedCalls{}
@@ -837,13 +844,23 @@ func (s *shell) noteAnswered(stream, call string, shared bool, prev ...closedCal
 	rec := closedCall{call: answeredCall(call), shared: shared}
 	if !shared {
 		rec.others = s.open.others(stream, call)
-		// The records it replaces: the calls a Resume or an earlier
-		// incarnation answered before a new call was served there (see
-		// closedCall.afterNewCall).
-		was, _ := s.answered.get(stream)
-		before, _ := s.closed.get(stream)
-		for _, p := range append(prev, was, before) {
-			rec.others = p.carried(rec.others, call)
+	}
+	// The records it replaces: the calls a Resume or an earlier
+	// incarnation answered before a new call was served there (see
+	// closedCall.afterNewCall), whose rest may still come.
+	was, _ := s.answered.get(stream)
+	before, _ := s.closed.get(stream)
+	replaced := append(prev, was, before)
+	for _, p := range replaced {
+		rec.others = p.carried(rec.others, call)
+	}
+	// Of those, the calls whose arguments were complete have no rest
+	// that opens a call (see closedCall.complete).
+	for _, p := range replaced {
+		for _, c := range p.complete {
+			if c != call && slices.Contains(rec.others, c) && !slices.Contains(rec.complete, c) {
+				rec.complete = append(rec.complete, c)
+			}
 		}
 	}
 	s.answered.addRecord(stream, rec)
@@ -1316,7 +1333,7 @@ func (o *openStreams) endCall(id, call string) bool {
 				o.spent[i] = true
 				o.done[i] = o.ending(o.done[i], call)
 			}
-			return ok || call != o.calls[i] && holds(o.calls[i], o.anon[i])
+			return ok || call != o.calls[i] && holdsOther(o.calls[i], o.anon[i], o.spent[i])
 		}
 	}
 	st, found := o.more[id]
@@ -1329,7 +1346,21 @@ func (o *openStreams) endCall(id, call string) bool {
 		st.done = o.ending(st.done, call)
 		o.more[id] = st
 	}
-	return ok || call != st.call && holds(st.call, st.anon)
+	return ok || call != st.call && holdsOther(st.call, st.anon, st.spent)
+}
+
+// holdsOther reports whether the END of a call a stream does not hold
+// (see endCall) leaves it open: the stream's call noted is noted, and
+// it carries a call of no id when anon, and the Logic ended a call of
+// it by its id when spent. So it does when the stream holds a call with
+// an id (the END is of none of its calls: a second END, or the Logic's
+// answer to a frame of no call the runtime knows), or one of no id
+// beside calls the Logic ended by their ids (a second END of one of
+// those, past endedMax). A stream whose calls carry no id, and whose
+// Logic ended none by an id, is closed by it: its END, which the Logic
+// gave an id of its own.
+func holdsOther(noted string, anon, spent bool) bool {
+	return noted != "" || anon && spent
 }
 
 // closing notes that the END of call, a tool-call id, closes stream id:
@@ -1580,9 +1611,7 @@ func (s *shell) dropEmit(f *messages.Frame) bool {
 	switch {
 	case !ok:
 		return false
-	case rec.shared:
-		return call == string(rec.call)
-	case rec.served:
+	case rec.shared || rec.served:
 		return rec.holds(call)
 	}
 	return true

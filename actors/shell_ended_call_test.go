@@ -266,9 +266,10 @@ func TestOpenStreams_EndedCallsBounded(t *testing.T) {
 // TestOpenStreams_SecondEndPastEndedMax: a second END of a call the
 // Logic ended, past the endedMax a stream keeps, ends none of the calls
 // the stream still holds (one of no id, or one with an id); nor does an
-// END with an id a stream holding calls never carried, the Logic having
-// ended none of them. An END with any id ends a stream that holds no
-// call (one the Logic opened with its own frames).
+// END with an id a stream holding a call with an id never carried, the
+// Logic having ended none of them. An END with any id ends a stream that
+// holds no call (one the Logic opened with its own frames), or only a
+// call of no id the Logic ended none beside.
 func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 	for _, id := range []string{"s", "m"} { // inline, and past the inline room
 		for _, held := range []string{"", "h"} {
@@ -300,17 +301,20 @@ func TestOpenStreams_SecondEndPastEndedMax(t *testing.T) {
 			}
 		}
 		// Never ended a call: an END with an id it does not hold ends
-		// nothing either; one of a stream that holds no call (the Logic
-		// opened it) is the stream's END.
+		// nothing either, beside a call with an id; one of a stream that
+		// holds no call (the Logic opened it), or only calls of no id, is
+		// the stream's END (see holdsOther).
 		var o openStreams
 		if id == "m" {
 			o.openCalls("x0")
 			o.openCalls("x1")
 		}
 		o.openCalls(id, "")
-		if !o.endCall(id, "c9") {
-			t.Errorf("stream %s of a call of no id: an END with id c9 ended it", id)
+		if o.endCall(id, "c9") {
+			t.Errorf("stream %s of a call of no id alone: an END with id c9 left it open", id)
 		}
+		o.remove(id)
+		o.openCalls(id, "")
 		o.openCalls(id, "c1")
 		if !o.endCall(id, "c9") {
 			t.Errorf("stream %s of call c1 and one of no id: an END with id c9 ended it", id)

@@ -56,10 +56,11 @@ type ImportOptions struct {
 	Stderr io.Writer
 	// URL is the endpoint of a streamable HTTP MCP server. BearerToken,
 	// when set, is sent as Authorization: Bearer on every request to the
-	// URL's scheme, host and port (not where a server redirects). A
-	// redirect is followed only when it keeps the method (307 and 308): a
-	// POST redirected with 301, 302 or 303 fails, and so does a DELETE
-	// redirected at all (see Close). Errors
+	// URL's scheme, host and port. A redirect is followed only when it
+	// keeps the method (307 and 308) and the URL's scheme, host and port:
+	// a POST redirected with 301, 302 or 303, or to another origin, fails
+	// (with an error that does not name where it pointed), and so does a
+	// DELETE redirected at all (see Close). Errors
 	// and log lines name the server by its URL with its user info (the
 	// user name may be a token too: https://TOKEN@host/) and the values
 	// of its query (where a server may take a token) cut out, its host
@@ -1239,6 +1240,7 @@ func (im *Imported) connect(job context.Context) connected {
 		if im.opts.BearerToken != "" {
 			rt = bearer{token: im.opts.BearerToken, to: im.endpoint, next: im.http}
 		}
+		rt = sameOriginRedirects{next: rt, to: im.endpoint}
 		rt = sessionWatch{next: sessionEnd{next: rawReplies{next: rt, schemas: &state.schemas}, im: im}, forgotten: &state.forgotten}
 		transport = &sdk.StreamableClientTransport{Endpoint: im.opts.URL, HTTPClient: &http.Client{Transport: rt, CheckRedirect: checkRedirect}}
 	}
@@ -1460,8 +1462,8 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 // 303 on as a GET without its body, which would lose the JSON-RPC
 // message it carries and read whatever answers the GET as the answer to
 // it; the request fails, saying so. 307 and 308 keep the method and the
-// body, and are followed as http.Client's default policy does (the
-// bearer token does not follow them to another origin: see bearer).
+// body, and are followed as http.Client's default policy does, on the
+// import's origin only (see sameOriginRedirects).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {
@@ -1512,6 +1514,41 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
+}
+
+// sameOriginRedirects fails a request (other than a DELETE: see
+// checkRedirect) that the server redirects to another origin than the
+// import's URL (scheme, host and port), with any status, before
+// http.Client sees the redirect: a session lives on the server it was
+// opened with, and what a request carries (its JSON-RPC message, the
+// Mcp-Session-Id header, headers a proxy or the caller's transport adds)
+// is for that server alone. The error names the status, not the place
+// the redirect points to: http.Client's errors would quote that URL as
+// the server wrote it, user info and query included (see ImportOptions.URL).
+type sameOriginRedirects struct {
+	next http.RoundTripper
+	to   *url.URL
+}
+
+func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := s.next.RoundTrip(r)
+	if err != nil || r.Method == http.MethodDelete {
+		return res, err
+	}
+	switch res.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
+	default:
+		return res, nil
+	}
+	if res.Header.Get("Location") == "" {
+		return res, nil // http.Client returns it as it is
+	}
+	if to, err := res.Location(); err == nil && sameOrigin(to, s.to) {
+		return res, nil
+	}
+	_ = res.Body.Close()
+	return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+		r.Method, res.StatusCode, http.StatusText(res.StatusCode))
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port

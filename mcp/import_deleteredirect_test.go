@@ -39,59 +39,72 @@ func TestImport_CloseReportsARedirectedDelete(t *testing.T) {
 	}
 }
 
-// TestImport_BearerTokenStaysWithTheServer: the bearer token goes to the
-// server of the import's URL alone. A server that redirects the client
-// elsewhere (another host, or its own host without TLS) does not get the
-// token sent there.
-func TestImport_BearerTokenStaysWithTheServer(t *testing.T) {
-	var mu sync.Mutex
-	var sent []string
-	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		sent = append(sent, r.Header.Get("Authorization"))
-		mu.Unlock()
-		w.WriteHeader(http.StatusNotFound)
-	}))
-	t.Cleanup(elsewhere.Close)
-	srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-		http.Redirect(w, r, elsewhere.URL+"/mcp", http.StatusTemporaryRedirect)
-	})
-	rt := actorstest.NewRuntime(t, nil)
-	im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1, BearerToken: urlBearer})
-	if im != nil || err == nil {
-		t.Fatalf("Import: %v, %v; want an error", im, err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(sent) == 0 {
-		t.Fatal("the redirect was not followed: the test tests nothing")
-	}
-	for _, auth := range sent {
-		if strings.Contains(auth, urlBearer) {
-			t.Fatalf("the server redirected to got the bearer token: Authorization %q", auth)
-		}
+// TestImport_RedirectToAnotherOriginIsNotFollowed: a request a server
+// redirects to another origin (another host or port, or its own host
+// without TLS), with any status, is not followed: what it carries (the
+// bearer token, the Mcp-Session-Id header, the JSON-RPC message) stays
+// with the server. Import's error says the server redirected the POST,
+// with the status, and names neither the place it points to nor the
+// credentials of its URL (user info, a token in the query).
+func TestImport_RedirectToAnotherOriginIsNotFollowed(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			elsewhere, reached := redirectTarget(t)
+			const user, token = "target-user-0123456789", "target-token-0123456789"
+			target := strings.Replace(elsewhere, "://", "://"+user+":pw@", 1) + "/mcp?token=" + token
+			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
+				http.Redirect(w, r, target, status)
+			})
+			rt := actorstest.NewRuntime(t, nil)
+			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1, BearerToken: urlBearer})
+			if im != nil || err == nil {
+				t.Fatalf("Import: %v, %v; want an error", im, err)
+			}
+			if got := reached(); len(got) != 0 {
+				t.Errorf("the redirect was followed: the place it points to got %v", got)
+			}
+			want := fmt.Sprintf("the server redirected the POST with HTTP %d %s to another origin", status, http.StatusText(status))
+			if !strings.Contains(err.Error(), want) {
+				t.Errorf("Import: %v; want it to say %q", err, want)
+			}
+			for _, shown := range []string{user, token, strings.TrimPrefix(elsewhere, "http://")} {
+				if strings.Contains(err.Error(), shown) {
+					t.Errorf("Import: %v; it names %q of the place the redirect points to", err, shown)
+				}
+			}
+		})
 	}
 }
 
 // TestImport_RedirectedPostKeepsItsMethod: a POST (a JSON-RPC message of
-// streamable HTTP) that a server redirects with 301, 302 or 303, which
-// http.Client would send on as a GET without its body, is not followed:
-// the place the redirect points to gets nothing, and Import's error says
-// the server redirected the POST, with the status. A 307 or 308 keeps the
-// method and body, and is followed.
+// streamable HTTP) that a server redirects on its own origin with 301,
+// 302 or 303, which http.Client would send on as a GET without its body,
+// is not followed: the place the redirect points to gets nothing, and
+// Import's error says the server redirected the POST, with the status. A
+// 307 or 308 keeps the method and body, and is followed.
 func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
-			elsewhere, reached := redirectTarget(t)
+			var mu sync.Mutex
+			var reached []string
 			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
-				http.Redirect(w, r, elsewhere+"/mcp", status)
+				if r.URL.Path == "/elsewhere" {
+					mu.Lock()
+					reached = append(reached, r.Method)
+					mu.Unlock()
+					w.WriteHeader(http.StatusNotFound)
+					return
+				}
+				http.Redirect(w, r, "/elsewhere", status)
 			})
 			rt := actorstest.NewRuntime(t, nil)
 			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1})
 			if im != nil || err == nil {
 				t.Fatalf("Import: %v, %v; want an error", im, err)
 			}
-			got := reached()
+			mu.Lock()
+			got := slices.Clone(reached)
+			mu.Unlock()
 			if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
 				if len(got) == 0 || got[0] != http.MethodPost {
 					t.Errorf("the place the redirect points to got %v; want the POST", got)

@@ -83,7 +83,11 @@ type Options struct {
 	// (on a clone of http.DefaultTransport), released by Close. The
 	// credentials its transport adds (an OAuth2 transport's token) are
 	// kept out of frames as APIKey is, when an *http.Transport at the
-	// bottom sends them with the request's context.
+	// bottom sends them with the request's context. A request redirected
+	// to another origin (scheme, host or port) goes there without the
+	// headers that may carry credentials (Authorization, X-Api-Key,
+	// Api-Key, any whose name speaks of a key, token, secret or auth),
+	// before the client's CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
 	// RequestOptions are more SDK options applied to every request
 	// (headers such as anthropic-beta, middleware), after the ones above.
@@ -253,8 +257,9 @@ func (e *APIError) Error() string {
 // describe turns the SDK's API error, whose text is the request's URL
 // (with any user info) and the whole raw body, into an *APIError saying
 // what the server said (which does not wrap it), with the credentials of
-// the request of ctx cut out of its fields and text, marked
-// models.Permanent when its status says another attempt would fail too.
+// the request of ctx cut out of its fields and text (marked
+// httpadapter.Scrubbed: the only error of the SDK's a caller reaches
+// under the answer's error, by errors.As), marked models.Permanent when its status says another attempt would fail too.
 func describe(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
@@ -270,7 +275,7 @@ func describe(ctx context.Context, err error) error {
 		case e.Type == "" && e.Message == "":
 			e.text = redact("error event in the stream: " + httpadapter.Quote([]byte(apiErr.RawJSON())))
 		}
-		err = e
+		err = httpadapter.Scrubbed(e) // reachable under the answer's error
 	}
 	if apiErr != nil && models.PermanentStatus(apiErr.StatusCode) {
 		err = models.Permanent(err) // another attempt would be refused the same way

@@ -37,8 +37,8 @@
 //     with arguments that are not JSON, or two calls with one id
 //     ([ErrInvalidToolCall]), an error event in the stream
 //     ([ServerError]), a body that is not an event stream (an HTML page:
-//     [ErrNotEventStream], quoting its start), an HTTP error after the SDK's
-//     retries, a timeout or a stalled stream: the text already emitted
+//     [ErrNotEventStream], quoting its start), an HTTP error after the
+//     SDK's retries ([APIError]), a timeout or a stalled stream: the text already emitted
 //     stays, no tool call is emitted, and ERROR (saying why) and END
 //     follow;
 //   - CANCEL or ABORT: the HTTP request is cancelled, ERROR("cancelled")

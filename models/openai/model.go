@@ -70,7 +70,11 @@ type Options struct {
 	// (on a clone of http.DefaultTransport), released by Close. The
 	// credentials its transport adds (an OAuth2 transport's token) are
 	// kept out of frames as APIKey is, when an *http.Transport at the
-	// bottom sends them with the request's context.
+	// bottom sends them with the request's context. A request redirected
+	// to another origin (scheme, host or port) goes there without the
+	// headers that may carry credentials (Authorization, X-Api-Key,
+	// Api-Key, any whose name speaks of a key, token, secret or auth),
+	// before the client's CheckRedirect, if any, is asked.
 	HTTPClient *http.Client
 	// DisableUsage stops asking for usage (stream_options.include_usage),
 	// for servers that reject the field.
@@ -164,15 +168,11 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 
 	var res *http.Response
 	if err := m.client.Post(ctx, "chat/completions", body, &res); err != nil {
-		// The SDK's error text is the status alone; the URL asked for and
-		// the server's message (or the start of its body) are what tell
-		// a user (or the model) what went wrong.
 		var apiErr *sdk.Error
 		if !errors.As(err, &apiErr) {
 			return nil, fail("request", err)
 		}
-		err = fmt.Errorf("request: %w", httpadapter.WithText(err,
-			httpadapter.StatusText(apiErr.Request, apiErr.Response, apiErr.StatusCode, "", apiErr.Message)))
+		err = fmt.Errorf("request: %w", describe(ctx, apiErr))
 		if models.PermanentStatus(apiErr.StatusCode) {
 			err = models.Permanent(err) // another attempt would be refused the same way
 		}
@@ -205,6 +205,12 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 		if text != "" {
 			emit(messages.Text(streamID, text))
 		}
+		if se := (*ServerError)(nil); errors.As(err, &se) {
+			// The server's words, which may quote the key: a copy with
+			// the credentials cut out is what a caller reaches.
+			redact := func(s string) string { return httpadapter.Redact(ctx, s) }
+			return nil, httpadapter.Scrubbed(&ServerError{Raw: json.RawMessage(redact(string(se.Raw))), Message: redact(se.Message)})
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -222,6 +228,47 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 	m.endpoint.Logger(ctx).Debug("answer streamed", slog.String("stream", streamID), slog.String("finish", result.Finish), slog.Int("tool_calls", len(result.ToolCalls)))
 	end := httpadapter.Ending{ToolCalls: result.ToolCalls, Truncated: result.Truncated, Usage: result.Usage, Finish: result.Finish}
 	return end.Frames(streamID), nil
+}
+
+// APIError is the error of an HTTP error status the API answered with.
+// It keeps what a caller needs of the SDK's *openai.Error and does not
+// unwrap to it: that error holds the request, API key included, and the
+// server's message as it was sent. Its text names the status, the
+// request (method and URL, without user info or query) and what the
+// server said (its message, or the quoted start of the body when it is
+// not the API's error: a proxy's page); of a long message, it keeps the
+// start. Its fields and text have the request's credentials cut out, as
+// the text of the error the adapter answers with (which wraps it) has.
+type APIError struct {
+	Status int
+	// Type and Code are the error's type ("invalid_request_error") and
+	// code ("invalid_api_key"), Message its message; they are empty for
+	// a body that is not the API's error.
+	Type    string
+	Code    string
+	Message string
+	// RequestID is the x-request-id the server answered with, if any:
+	// the request's name when asking the provider about it.
+	RequestID string
+	text      string
+}
+
+func (e *APIError) Error() string { return e.text }
+
+// describe turns the SDK's API error, whose text is the status alone,
+// into an *APIError saying what the server said (the URL asked for and
+// the server's message or the start of its body are what tell a user,
+// or the model, what went wrong), with the credentials of the request of
+// ctx cut out of its fields and text. It is marked httpadapter.Scrubbed:
+// the only error of the SDK's a caller reaches under the answer's error.
+func describe(ctx context.Context, apiErr *sdk.Error) error {
+	redact := func(s string) string { return httpadapter.Redact(ctx, s) }
+	e := &APIError{Status: apiErr.StatusCode, Type: redact(apiErr.Type), Code: redact(apiErr.Code), Message: redact(apiErr.Message)}
+	if apiErr.Response != nil {
+		e.RequestID = redact(apiErr.Response.Header.Get("X-Request-Id"))
+	}
+	e.text = redact(httpadapter.StatusText(apiErr.Request, apiErr.Response, e.Status, "", apiErr.Message))
+	return httpadapter.Scrubbed(e)
 }
 
 // ErrNotEventStream: the server answered a request with a body whose

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -116,8 +117,50 @@ func Open(c Config) *Endpoint {
 		e.own = streaming.NewHTTPClient(c.IdleTimeout)
 		e.client = e.own
 	}
+	e.client = dropCredentialsOnRedirect(e.client)
 	e.transport = transportOf(e.client.Transport)
 	return e
+}
+
+// dropCredentialsOnRedirect returns a copy of c whose redirects to
+// another origin (scheme, host and port) than the request's go without
+// the headers that may carry credentials (see [credentialName]: X-Api-Key,
+// Api-Key and the others an adapter's RequestOptions may add, which
+// http.Client keeps on a redirect to another host, and Authorization,
+// which it keeps on one to a subdomain or another port), then are
+// checked by c's CheckRedirect (or stopped after 10, as http.Client
+// does). Back on the request's origin, they are sent again: http.Client
+// copies each redirect's headers from the request's.
+func dropCredentialsOnRedirect(c *http.Client) *http.Client {
+	check := c.CheckRedirect
+	copied := *c
+	copied.CheckRedirect = func(req *http.Request, via []*http.Request) error {
+		if origin(req.URL) != origin(via[0].URL) {
+			for name := range req.Header {
+				if credentialName(name) {
+					req.Header.Del(name)
+				}
+			}
+		}
+		if check != nil {
+			return check(req, via)
+		}
+		if len(via) >= 10 {
+			return errors.New("stopped after 10 redirects")
+		}
+		return nil
+	}
+	return &copied
+}
+
+// origin returns the scheme, host and port of u, the port written when
+// it is the scheme's default too.
+func origin(u *url.URL) string {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
+	}
+	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 // transportOf returns rt when it is an *http.Transport
@@ -140,7 +183,9 @@ func transportOf(rt http.RoundTripper) *http.Transport {
 	return nil
 }
 
-// HTTPClient is the client to send requests with.
+// HTTPClient is the client to send requests with: the Config's (or the
+// one Open made), copied with a redirect to another origin dropping the
+// credential headers (see dropCredentialsOnRedirect).
 func (e *Endpoint) HTTPClient() *http.Client { return e.client }
 
 // Close releases the idle connections of the client Open made (none when
@@ -258,7 +303,11 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // string and the user info (whatever it holds) out of the URLs they name. Credentials a transport sends other
 // than through an *http.Transport, with the request's context, are not
 // seen; nor are the headers of a GetProxyConnectHeader that returns
-// other credentials each time it is called (see [Credentials]).
+// other credentials each time it is called (see [Credentials]). The
+// error Answer returns does not unwrap to send's, whose errors may hold
+// what its text cuts out (see [WithText]): errors.Is and
+// models.IsPermanent find in it what they find in send's error, and
+// errors.As only the errors send marked [Scrubbed].
 func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error)) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
 		sent := newCredentials(e.transport)
@@ -268,9 +317,7 @@ func (e *Endpoint) Answer(body func(*models.Request) ([]byte, error), send func(
 		ctx = context.WithValue(ctx, redactKey{}, redact)
 		frames, err := answerWith(body, send, redact)(ctx, req, emit)
 		if err != nil {
-			if text := redact(err.Error()); text != err.Error() {
-				err = WithText(err, text)
-			}
+			err = WithText(err, redact(err.Error()))
 		}
 		return frames, err
 	}
@@ -782,17 +829,46 @@ const (
 	minWord   = 4
 )
 
-// WithText returns an error with the text text that unwraps to err (for
-// errors.Is and errors.As): err said in other words.
-func WithText(err error, text string) error { return &textError{text: text, err: err} }
+// WithText returns err said in other words, text, with the credentials
+// cut out of it: errors.Is finds what it finds in err (context.Canceled,
+// an adapter's sentinel errors), [models.IsPermanent] the mark, and
+// errors.As the errors in err marked [Scrubbed], and nothing else of
+// err: the errors under it (an *url.Error naming the URL with its user
+// info, an SDK's error holding the request) keep what text cuts out.
+func WithText(err error, text string) error {
+	e := &textError{text: text, err: err, kept: scrubbedIn(err, nil)}
+	if models.IsPermanent(err) {
+		return models.Permanent(e)
+	}
+	return e
+}
 
 type textError struct {
 	text string
-	err  error
+	err  error   // not exposed: only asked whether it is a target
+	kept []error // the errors of err marked Scrubbed
 }
 
-func (e *textError) Error() string { return e.text }
-func (e *textError) Unwrap() error { return e.err }
+func (e *textError) Error() string        { return e.text }
+func (e *textError) Is(target error) bool { return errors.Is(e.err, target) }
+func (e *textError) Unwrap() []error      { return e.kept }
+
+// scrubbedIn appends the errors marked Scrubbed in the tree of err to
+// kept, not looking under them.
+func scrubbedIn(err error, kept []error) []error {
+	switch e := err.(type) {
+	case nil:
+	case *scrubbedError:
+		kept = append(kept, e.err)
+	case interface{ Unwrap() error }:
+		kept = scrubbedIn(e.Unwrap(), kept)
+	case interface{ Unwrap() []error }:
+		for _, inner := range e.Unwrap() {
+			kept = scrubbedIn(inner, kept)
+		}
+	}
+	return kept
+}
 
 func answerWith(body func(*models.Request) ([]byte, error), send func(ctx context.Context, streamID string, body []byte, emit func(*messages.Frame)) ([]*messages.Frame, error), redact func(string) string) streaming.AnswerFunc {
 	return func(ctx context.Context, req *models.Request, emit func(*messages.Frame)) ([]*messages.Frame, error) {
@@ -973,3 +1049,13 @@ func StatusText(req *http.Request, res *http.Response, status int, kind, message
 // MessageQuote is how many bytes of a message a server sent (with an
 // error status, or in an error event) an error text keeps.
 const MessageQuote = 1000
+
+// Scrubbed marks err, an adapter's own error whose text and fields hold
+// no credential (cut out as it was made, with [Redact]), as one the error
+// of an answer keeps reachable by errors.As (see [WithText]).
+func Scrubbed(err error) error { return &scrubbedError{err} }
+
+type scrubbedError struct{ err error }
+
+func (e *scrubbedError) Error() string { return e.err.Error() }
+func (e *scrubbedError) Unwrap() error { return e.err }

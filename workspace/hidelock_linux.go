@@ -2,11 +2,7 @@
 
 package workspace
 
-import (
-	"errors"
-
-	"golang.org/x/sys/unix"
-)
+import "golang.org/x/sys/unix"
 
 // hideLockFd is the descriptor of the workspace's root that carries its
 // share of the lock that keeps commands and writes of the paths hidden
@@ -57,15 +53,7 @@ func (w *Workspace) lockHideExclusive() *refusal {
 	if fd < 0 {
 		return nil
 	}
-	err := noEINTR(func() error { return unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) })
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, unix.EWOULDBLOCK):
-		return refuse(ReasonHiddenInUse, hiddenSharedInUseDetail)
-	}
-	w.log.Debug("workspace: no exclusive lock on the root for a write of a hidden path", "err", err)
-	return nil
+	return w.lockExclusive(fd, hiddenSharedInUseDetail, "workspace: no exclusive lock on the root for a write of a hidden path")
 }
 
 // unlockHide releases what lockHideShared or lockHideExclusive took.

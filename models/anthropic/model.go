@@ -264,7 +264,7 @@ func describe(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		redact := func(s string) string { return httpadapter.Redact(ctx, s) }
-		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: apiErr.RequestID}
+		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: redact(apiErr.RequestID)}
 		switch {
 		case e.Status != http.StatusOK:
 			message := e.Message

@@ -4,20 +4,29 @@ import (
 	"context"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/agent"
 	"github.com/polyweave/polyweave-go/inspect"
+	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
 // teamRig is a lead agent delegating to a writer agent (agent.AsTool)
 // whose "boom" tool panics on its first call, all seen by an inspector
-// served over HTTP.
+// served over HTTP. The writer's model takes its second request (the
+// crashed call's answer) once the crash's supervisor has told its
+// decision: the tool answers its call before it fails, and a delegation
+// that ended first would stop the tool before the decision, which the
+// runtime then never tells (nor records the failure the stop reports),
+// leaving nothing for the inspector to keep.
 type teamRig struct {
 	*rig
 	lead *agent.Agent
@@ -38,6 +47,15 @@ func newTeamRig(t *testing.T) *teamRig {
 	t.Cleanup(srv.Close)
 	t.Cleanup(in.Close) // first: ends the event streams
 	r := &rig{rt: rt, in: in, srv: srv}
+	decided, released := make(chan struct{}), make(chan struct{})
+	var tell sync.Once
+	// Watching after the inspector: it has seen the decision when
+	// decided is closed.
+	t.Cleanup(rt.WatchSupervision(func(ev supervisor.Event) {
+		if ev.Child == crashedTool {
+			tell.Do(func() { close(decided) })
+		}
+	}))
 	var calls atomic.Int32
 	boom := tools.MustNewTyped(tools.Definition{Name: "boom", Description: "panics the first time"},
 		func(_ context.Context, in echoIn) (echoOut, error) {
@@ -50,6 +68,7 @@ func newTeamRig(t *testing.T) *teamRig {
 		{ToolCalls: []scripted.ToolCall{{ID: "w1", Name: "boom", Arguments: `{"x":1}`}}},
 		{Text: "written, after a crash"},
 	}}, nil).Spec("writer-model")
+	writerModel.New = afterSecondRequest(writerModel.New, decided, released)
 	writer, err := agent.New(rt, in.Model(writerModel), &agent.Options{Name: "writer", Tools: []*tools.Tool{boom},
 		OnToolResult: in.OnToolResult})
 	if err != nil {
@@ -70,7 +89,28 @@ func newTeamRig(t *testing.T) *teamRig {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { lead.Close(context.Background()) })
+	t.Cleanup(func() { close(released) }) // first, should the decision never come: the writer's model goes on
 	return &teamRig{rig: r, lead: lead}
+}
+
+// afterSecondRequest makes the Logic of newLogic take the END of its
+// second request, and what follows it, once decided or released is
+// closed.
+func afterSecondRequest(newLogic func() actors.Logic, decided, released <-chan struct{}) func() actors.Logic {
+	return func() actors.Logic {
+		l, requests := newLogic(), 0
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			if f, ok := msg.(*messages.Frame); ok && f.GetType() == messages.FrameType_END {
+				if requests++; requests == 2 {
+					select {
+					case <-decided:
+					case <-released:
+					}
+				}
+			}
+			l.Receive(c, msg)
+		})
+	}
 }
 
 // A crash inside a delegation stays in the tree once the delegation is

@@ -126,18 +126,10 @@ func Marshal(v any) ([]byte, error) {
 
 // RawToolResult builds a successful TOOL_RESULT from an encoded JSON result.
 func RawToolResult(streamID, toolCallID, name string, result json.RawMessage) *Frame {
-	return SetRawToolResult(new(Frame), streamID, toolCallID, name, result)
-}
-
-// SetRawToolResult makes f, a zero Frame not sent yet, the TOOL_RESULT
-// RawToolResult builds, and returns it: for a caller that allocates the
-// frame together with something else.
-func SetRawToolResult(f *Frame, streamID, toolCallID, name string, result json.RawMessage) *Frame {
 	if len(result) == 0 {
 		result = json.RawMessage("{}")
 	}
-	f.Type, f.StreamId, f.ToolCallId, f.Name, f.Payload = FrameType_TOOL_RESULT, streamID, toolCallID, name, result
-	return f
+	return &Frame{Type: FrameType_TOOL_RESULT, StreamId: streamID, ToolCallId: toolCallID, Name: name, Payload: result}
 }
 
 // ErrorResult is the JSON shape of a failed tool call, read by the model.

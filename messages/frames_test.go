@@ -171,16 +171,3 @@ func TestFormat_OneLine(t *testing.T) {
 		}
 	}
 }
-
-// SetRawToolResult makes in a frame the caller allocated what
-// RawToolResult builds, an empty result as {} included.
-func TestSetRawToolResult(t *testing.T) {
-	for _, result := range []json.RawMessage{json.RawMessage(`{"ok":true}`), nil} {
-		var f messages.Frame
-		got := messages.SetRawToolResult(&f, "s1", "call_1", "f", result)
-		want := messages.RawToolResult("s1", "call_1", "f", result)
-		if got != &f || !proto.Equal(got, want) {
-			t.Errorf("result %q: set %v, want %v in the frame given", result, messages.Format(got), messages.Format(want))
-		}
-	}
-}

@@ -35,25 +35,14 @@ func (t *Tool) callInline(c actors.WrapperContext, call *messages.Frame) (result
 	if err != nil {
 		return errorResult(call, FailureInvalidArguments, err.Error())
 	}
-	ic := &inlineCall{}
-	ctx = ic.ctx.init(call, t.def.Timeout)
+	// The context is an allocation of its own, apart from the result
+	// frame: a handler may keep its context past its return (a goroutine
+	// it started, a value it stored), and must not keep the result, whose
+	// payload may be large, with it.
+	ctx = newSyncContext(call, t.def.Timeout)
 	out := t.run(ctx, call, args)
 	if ctx.end() {
 		return errorResult(call, FailureTimeout, fmt.Sprintf("Tool %s timed out after %dms", t.def.Name, t.def.Timeout.Milliseconds()))
 	}
-	if out.err != nil {
-		return t.resultFrame(call, out)
-	}
-	return messages.SetRawToolResult(&ic.result, call.GetStreamId(), call.GetToolCallId(), call.GetName(), out.payload)
-}
-
-// inlineCall is what an inline call allocates: its handler's context and
-// the frame of its result, together (200 bytes, in the size class of 208
-// that the two filled apart: one allocation a call fewer, no byte more).
-// A handler that keeps its context keeps the result frame's memory with
-// it, and a result kept keeps the context's; both are small. A failed
-// call's result is made apart, as the tool duplex makes it.
-type inlineCall struct {
-	ctx    syncContext
-	result messages.Frame
+	return t.resultFrame(call, out)
 }

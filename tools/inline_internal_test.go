@@ -3,7 +3,9 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
@@ -51,9 +53,10 @@ func (c *inlineCtx) ToOuter(f *messages.Frame) { c.Emit(f) }
 func (*inlineCtx) Inner() actors.Ref           { return actors.Ref{} }
 
 // TestCallInline_Allocations: an inline call of a typed tool with a flat
-// result allocates its context and its result frame together, and the
-// result's bytes apart: two allocations a call, which 1 000 sessions at
-// once pay to the collector as much as one session does.
+// result allocates its context, its result frame and the result's bytes:
+// three allocations a call, which 1 000 sessions at once pay to the
+// collector as much as one session does. The context is not allocated
+// with the frame (see TestCallInline_KeptContextKeepsNoResult).
 func TestCallInline_Allocations(t *testing.T) {
 	if raceDetector {
 		t.Skip("the race detector instruments allocations")
@@ -75,7 +78,44 @@ func TestCallInline_Allocations(t *testing.T) {
 		result.GetStreamId() != "s" || result.GetName() != "noop" || result.GetType() != messages.FrameType_TOOL_RESULT {
 		t.Fatalf("result %s", messages.Format(result))
 	}
-	if n > 2 {
-		t.Errorf("an inline call allocates %v times, want 2 (its context with its result frame, the result's bytes)", n)
+	if n > 3 {
+		t.Errorf("an inline call allocates %v times, want 3 (its context, its result frame, the result's bytes)", n)
 	}
+}
+
+// TestCallInline_KeptContextKeepsNoResult: a handler that keeps its
+// context past its return (a goroutine it started, a value it stored)
+// keeps no more than before: not the call's result, whose payload may
+// be large, once the caller has dropped it.
+func TestCallInline_KeptContextKeepsNoResult(t *testing.T) {
+	var kept context.Context
+	freed := make(chan struct{})
+	tool := MustNew(Definition{Name: "big", Sync: true, Timeout: time.Hour, Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+		kept = ctx
+		big := make([]byte, 1<<20)
+		for i := range big {
+			big[i] = ' '
+		}
+		big[0], big[len(big)-1] = '[', ']'
+		runtime.SetFinalizer(&big[0], func(*byte) { close(freed) })
+		return json.RawMessage(big), nil
+	}})
+	result := tool.callInline(&inlineCtx{}, messages.ToolCall("s", "c1", "big", json.RawMessage(`{}`)))
+	if KindOf(result) != "" || len(result.GetPayload()) != 1<<20 {
+		t.Fatalf("result %s", messages.Format(result))
+	}
+	result = nil
+	patience := time.After(5 * time.Second)
+	for done := false; !done; {
+		runtime.GC()
+		select {
+		case <-freed:
+			done = true
+		case <-patience:
+			t.Fatal("the result's payload is still kept, by the context its handler kept")
+		case <-time.After(10 * time.Millisecond): // the finalizer runs after a GC, on a goroutine of its own
+		}
+	}
+	runtime.KeepAlive(kept)
+	runtime.KeepAlive(tool)
 }

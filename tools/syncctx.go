@@ -102,17 +102,18 @@ func (c *syncContext) Value(key any) any {
 
 // end cancels the context once the handler has returned and reports
 // whether its deadline had passed. It takes the lock once, and reads
-// only the monotonic clock.
+// only the monotonic clock. The clock tells, not the done channel's
+// context when Done made one: its timer closes the channel a moment
+// after the deadline, and a handler that returned at the deadline
+// overran it as much as one that never asked for the channel.
 func (c *syncContext) end() (timedOut bool) {
 	if c.deadline.IsZero() {
 		return false
 	}
 	c.mu.Lock()
+	timedOut = time.Until(c.deadline) <= 0
 	if c.timed != nil {
-		timedOut = c.timed.Err() == context.DeadlineExceeded
 		c.timed.cancel()
-	} else {
-		timedOut = time.Until(c.deadline) <= 0
 	}
 	c.ended = true
 	c.mu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -85,14 +86,32 @@ func testSyncContext(t *testing.T) {
 }
 
 // TestSyncContext_Size: the context of every inline Sync call stays in
-// the 64-byte size class; what Done makes is apart. Allocated with its
-// call's result frame, the two stay in the 208-byte class that they
-// filled apart (64 and 144 bytes).
+// the 64-byte size class; what Done makes is apart.
 func TestSyncContext_Size(t *testing.T) {
 	if n := unsafe.Sizeof(syncContext{}); n > 64 {
 		t.Errorf("a syncContext is %d bytes, want at most 64", n)
 	}
-	if n := unsafe.Sizeof(inlineCall{}); n > 208 {
-		t.Errorf("an inlineCall is %d bytes, want at most 208", n)
-	}
+}
+
+// TestSyncContext_OverrunAfterDone: a handler that made its done channel
+// and then overran its deadline (it returned once the deadline was
+// reached, without waiting for the channel) is answered with the
+// timeout, as one that never asked for the channel is: the answer does
+// not hang on whether the channel's timer has fired yet.
+func TestSyncContext_OverrunAfterDone(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tool := MustNew(Definition{Name: "overruns", Sync: true, Timeout: time.Millisecond,
+			Handler: func(ctx context.Context, _ json.RawMessage) (any, error) {
+				_ = ctx.Done() // selected on, say, then left
+				deadline, _ := ctx.Deadline()
+				time.Sleep(time.Until(deadline))
+				return map[string]bool{"ok": true}, nil
+			}})
+		for i := range 20 {
+			call := messages.ToolCall("s", fmt.Sprint("c", i), "overruns", nil)
+			if result := tool.callInline(&inlineCtx{}, call); KindOf(result) != FailureTimeout {
+				t.Fatalf("call %d overran its deadline after asking for its done channel: %s, want a timeout", i, messages.Format(result))
+			}
+		}
+	})
 }

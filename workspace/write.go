@@ -196,7 +196,8 @@ func (w *Workspace) linkedHidden(name, link string) *refusal {
 // hide when it is the very entry (device and inode) the path to hide,
 // or a match of the pattern, is (a pattern's wildcards match names
 // whatever their case, as the sandbox's do: [sandbox.Glob], so y.PEM is
-// a match of *.pem though another file than y.pem); when neither
+// a match of *.pem though another file than y.pem; a component whose
+// wildcards are all escaped, S\[1\], is a name, S[1]); when neither
 // exists yet, a directory on the way must be that same entry, and the
 // names in it fold to the same. Both are looked up from the workspace's
 // root, following no link (a link on the way is compared as the entry
@@ -301,7 +302,8 @@ func (w *Workspace) sameEntry(p, h string, pattern bool) bool {
 
 // globBeneath returns the names beneath the root that match the
 // pattern whose components are parts, as [sandbox.Glob] matches (a
-// component with a wildcard matches names whatever their case), listing
+// component with a wildcard matches names whatever their case; one
+// whose wildcards are all escaped is a name: see escapedName), listing
 // only directories reached following no link (namesBeneath); a
 // directory that cannot be listed is left out.
 func (w *Workspace) globBeneath(parts []string) []string {
@@ -311,6 +313,10 @@ func (w *Workspace) globBeneath(parts []string) []string {
 		for _, d := range cur {
 			if !strings.ContainsAny(c, "*?[") {
 				next = append(next, filepath.Join(d, c))
+				continue
+			}
+			if name, ok := escapedName(c); ok {
+				next = append(next, filepath.Join(d, name))
 				continue
 			}
 			names, err := w.namesBeneath(d)
@@ -326,6 +332,28 @@ func (w *Workspace) globBeneath(parts []string) []string {
 		cur = next
 	}
 	return cur
+}
+
+// escapedName returns the name the component c of a pattern names
+// when its wildcards are all escaped (s\[1\] names s[1]), which the
+// sandbox matches as written, byte for byte ([sandbox.Glob]): then,
+// as for a name without a wildcard, what the name is, not its case,
+// says whether it is hidden (sameEntry). ok is false when c has a
+// wildcard that is not escaped.
+func escapedName(c string) (name string, ok bool) {
+	var b strings.Builder
+	for i := 0; i < len(c); i++ {
+		switch c[i] {
+		case '\\':
+			if i++; i == len(c) {
+				return "", false // malformed: matches nothing, as the sandbox's
+			}
+		case '*', '?', '[':
+			return "", false
+		}
+		b.WriteByte(c[i])
+	}
+	return b.String(), true
 }
 
 // writeTarget decides which name a write replaces: name itself, or the

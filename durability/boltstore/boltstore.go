@@ -614,7 +614,7 @@ func (s *Store) load(ctx context.Context, readOnly bool, t *tree) error {
 				q = &quarantined{}
 				r.quarantine[name] = q
 			}
-			q.err, q.pages = ap.err, ap.header
+			q.err, q.pages, q.skip = ap.err, ap.header, ap.skip
 			s.log.Error("boltstore: actor quarantined: its pages in the file are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", ap.err)
 		}
 	}

@@ -187,14 +187,19 @@
 // one of the two is damaged, and which cannot be told: if
 // those pages are reached from actors' buckets alone, the damage is
 // theirs either way (a broken pointer of an actor may lead to a page
-// freed since, holding old records of its own), so Open, read-only or
-// not, quarantines those actors as if their pages were broken, and a
-// writable Open rebuilds the freelist from the tree (which keeps their
-// pages). The quarantine is not written to the file: once the freelist
-// is rebuilt, a later Open finds no conflict and reads those actors as
-// it reads every actor (a read that walks a bucket of old records a
-// broken pointer leads to fails its summary), so Salvage them before
-// closing the store. If another part of the file reaches the listed pages, a
+// freed since, holding old records of its own whose checksums check:
+// an older value of an event or snapshot written again at the same
+// index, or records deleted since), so a read-only Open quarantines
+// those actors as if their pages were broken, and a writable Open
+// refuses the file, every time. The conflict is all that shows such a
+// page: only a read that walks a whole bucket is compared with its
+// summary, and a read of part of it (GetSnapshot, GetEvents from an
+// index or up to one) would serve the old records; a freelist rebuilt
+// from the tree no longer lists the page, so a later Open would find
+// nothing. [SalvageFile] recovers such a file, reading those actors from
+// their pages with the listed pages left out (they may be the actor's
+// own, if the freelist is the damaged one: their records are lost with
+// them). If another part of the file reaches the listed pages, a
 // writable Open refuses the file. It refuses it too when the tree reaches the
 // freelist's own page, also from an actor's bucket alone: that actor's
 // walk finds a freelist where its page belongs (damage of its own, as

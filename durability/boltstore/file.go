@@ -207,15 +207,19 @@ func validateFile(ctx context.Context, f *os.File, path string, metaFallback boo
 		// listed pages is damaged, and which cannot be told; but the
 		// damage is theirs either way (a broken pointer of one of them
 		// leads to a page freed since, whose records may be old ones of
-		// its own). They are quarantined, and a freelist rebuilt from the
-		// tree, which reaches their pages, hands none of them out.
+		// its own, with checksums that check). They are quarantined. The
+		// freelist is not rebuilt: the conflict is all that shows the
+		// damage (a read of part of a bucket is not compared with its
+		// summary), and a freelist rebuilt from the tree would hide it
+		// from the next Open, which would serve those old records; so a
+		// writable Open refuses the file, every time, and SalvageFile
+		// recovers it.
 		names := quarantineListed(f, path, m, t)
 		if names == nil {
 			ferr.Reason += conflictRefused
 			break
 		}
-		rebuild()
-		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined until Salvage (either its pointer or the freelist is damaged, and which cannot be told): a writable Open rebuilds the freelist from the tree", strings.Join(names, ", "))
+		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined (either its pointer, which may lead to a page of old records freed since, or the freelist is damaged, and which cannot be told): a read-only Open reads the other actors; a writable Open refuses the file, as a freelist rebuilt from the tree would hide the damage from later Opens (polyweave-store salvage copies what is intact into a new file)", strings.Join(names, ", "))
 	case conflict:
 		ferr.Reason += conflictRefused
 	case dmg != nil:
@@ -233,19 +237,23 @@ const conflictRefused = "; either the freelist or the tree that uses the page is
 
 // quarantineListed puts in t.actors each actor whose bucket reaches a
 // page of t.listedInUse (the pages the freelist lists that the tree
-// uses), with that damage, and returns their quoted names; or nil, and
-// leaves t as it was, if a page is reached from anywhere else.
+// uses), with that damage and those pages to leave out when Salvage or
+// Verify reads the actor from its pages (they may be pages freed since,
+// holding old records that check), and returns their quoted names; or
+// nil, and leaves t as it was, if a page is reached from anywhere else.
 func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	ps := int64(m.pageSize)
 	found := map[string]*durability.DamageError{}
+	skip := map[string][]uint64{}
 	for _, id := range t.listedInUse {
 		o := t.owners[t.pages[id]-1]
 		if !o.actor() {
 			return nil
 		}
+		skip[o.unit] = append(skip[o.unit], id)
 		if found[o.unit] == nil {
 			found[o.unit] = &durability.DamageError{Store: path, What: o.what(), Offset: int64(id) * ps,
-				Reason: fmt.Sprintf("page %d, which the freelist page %d lists as free, is reached from it: either its pointer to the page (which may hold old records of its own) or the freelist is damaged, and which cannot be told; quarantined until Salvage", id, m.freelist)}
+				Reason: fmt.Sprintf("page %d, which the freelist page %d lists as free, is reached from it: either its pointer to the page (which may hold old records of its own) or the freelist is damaged, and which cannot be told; quarantined (a writable Open refuses the file: polyweave-store salvage copies what is intact into a new file)", id, m.freelist)}
 		}
 	}
 	headers := map[string][]byte{}
@@ -256,7 +264,7 @@ func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	}
 	var names []string
 	for _, name := range slices.Sorted(maps.Keys(found)) {
-		t.actors[name] = &actorPages{err: found[name], header: headers[name]}
+		t.actors[name] = &actorPages{err: found[name], header: headers[name], skip: skip[name]}
 		names = append(names, quote.Name(name, "actor name"))
 	}
 	return names

@@ -114,7 +114,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 func (s *Store) salvageTx(tx *bolt.Tx, name string, q *quarantined, pend *pendingActor, dir *directory, out *Salvaged) error {
 	actors := tx.Bucket(actorsBucket)
 	if q != nil && q.pages != nil {
-		if err := s.setAside(tx, name, q.pages); err != nil {
+		if err := s.setAside(tx, name, q.pages, q.skip); err != nil {
 			return err
 		}
 	}
@@ -295,14 +295,15 @@ func deleteKeys(ab *bolt.Bucket, which []byte, b *bolt.Bucket, keys [][]byte, ke
 }
 
 // setAside replaces the bucket of actor name, whose pages are damaged
-// (header is its bucket header, see [actorPages]), by a new bucket
+// (header is its bucket header and skip the pages to leave out, see
+// [actorPages]), by a new bucket
 // holding the records that could be read from its pages, unchecked (the
 // rest of Salvage checks them). The damaged bucket is moved, without
 // being read, into a bucket of the "set-aside" bucket: bbolt cannot free
 // pages it cannot read, so they stay in use there until Compact drops
 // them. The file's format becomes "6" (see [formatVersionSetAside]).
-func (s *Store) setAside(tx *bolt.Tx, name string, header []byte) error {
-	events, snapshots, err := s.rawActor(header)
+func (s *Store) setAside(tx *bolt.Tx, name string, header []byte, skip []uint64) error {
+	events, snapshots, err := s.rawActor(header, skip)
 	if err != nil {
 		return err
 	}

@@ -82,6 +82,11 @@ type actorPages struct {
 	// [Store.Salvage] reads what is left from it. The actor's pages do
 	// not change while it is quarantined, so it stays true.
 	header []byte
+	// skip lists the pages that reads of header leave out, with all they
+	// lead to: those the freelist lists (see [quarantineListed]), which
+	// may be pages freed since, holding old records whose checksums
+	// check.
+	skip []uint64
 }
 
 // owner says to what a page of the tree belongs, for checkTree: a top-level
@@ -435,11 +440,11 @@ func checkTree(ctx context.Context, f *os.File, path string, m meta) (*tree, err
 func actorHeader(f io.ReaderAt, ps int64, m meta, name string) []byte {
 	root := binary.LittleEndian.AppendUint64(nil, m.root)
 	root = binary.LittleEndian.AppendUint64(root, 0)
-	for _, e := range rawBucket(f, ps, m.pgid, root) {
+	for _, e := range rawBucket(f, ps, m.pgid, root, nil) {
 		if !e.bucket || string(e.key) != string(actorsBucket) {
 			continue
 		}
-		for _, a := range rawBucket(f, ps, m.pgid, e.value) {
+		for _, a := range rawBucket(f, ps, m.pgid, e.value, nil) {
 			if a.bucket && string(a.key) == name {
 				return a.value
 			}
@@ -474,10 +479,14 @@ type rawElem struct {
 // page) is v, from the file's pages (npages pages of ps bytes) rather than
 // through bbolt, for an actor whose pages are damaged: it reads every page
 // that checks (as [checkTree] checks them) and skips a damaged page with
-// all it leads to. The elements are copies, in key order.
-func rawBucket(f io.ReaderAt, ps int64, npages uint64, v []byte) []rawElem {
+// all it leads to, and so it does with the pages of skip. The elements
+// are copies, in key order.
+func rawBucket(f io.ReaderAt, ps int64, npages uint64, v []byte, skip []uint64) []rawElem {
 	var out []rawElem
 	seen := map[uint64]bool{}
+	for _, id := range skip {
+		seen[id] = true
+	}
 	var walkPage func(id uint64, depth int)
 	var walkElems func(p []byte, depth int)
 	walkPage = func(id uint64, depth int) {
@@ -550,13 +559,13 @@ func rawBucket(f io.ReaderAt, ps int64, npages uint64, v []byte) []rawElem {
 // rawActor reads what is left of an actor bucket whose pages are damaged
 // (see [rawBucket]): the key/value pairs of its events and snapshots
 // buckets that could be read, unchecked.
-func rawActor(f io.ReaderAt, ps int64, npages uint64, header []byte) (events, snapshots []rawElem) {
-	for _, e := range rawBucket(f, ps, npages, header) {
+func rawActor(f io.ReaderAt, ps int64, npages uint64, header []byte, skip []uint64) (events, snapshots []rawElem) {
+	for _, e := range rawBucket(f, ps, npages, header, skip) {
 		if !e.bucket {
 			continue
 		}
 		var all []rawElem
-		for _, r := range rawBucket(f, ps, npages, e.value) {
+		for _, r := range rawBucket(f, ps, npages, e.value, skip) {
 			if !r.bucket {
 				all = append(all, r)
 			}

@@ -497,7 +497,7 @@ func (s *Store) verifyActor(name string, pending *pendingActor, pages *actorPage
 	if pages != nil {
 		a.Pages = true
 		a.Damaged = append(a.Damaged, pages.err)
-		events, snapshots, err := s.rawActor(pages.header)
+		events, snapshots, err := s.rawActor(pages.header, pages.skip)
 		if err != nil {
 			a.Damaged = append(a.Damaged, err)
 		}
@@ -599,12 +599,12 @@ func (s *Store) verifyActor(name string, pending *pendingActor, pages *actorPage
 // rawActor reads what is left of the actor bucket whose header (see
 // [actorPages]) is given from the store's file, not through bbolt: for an
 // actor whose pages are damaged.
-func (s *Store) rawActor(header []byte) (events, snapshots []rawElem, err error) {
+func (s *Store) rawActor(header []byte, skip []uint64) (events, snapshots []rawElem, err error) {
 	fi, err := s.file.Stat()
 	if err != nil {
 		return nil, nil, err
 	}
 	ps := int64(s.db.Info().PageSize)
-	events, snapshots = rawActor(s.file, ps, uint64(fi.Size()/ps), header)
+	events, snapshots = rawActor(s.file, ps, uint64(fi.Size()/ps), header, skip)
 	return events, snapshots, nil
 }

@@ -119,6 +119,7 @@ type quarantined struct {
 	// damaged (see [checkTree]): bbolt must never read its bucket, and
 	// Salvage reads what is left from this copy of its bucket's header.
 	pages []byte
+	skip  []uint64 // pages left out of reads of pages, see [actorPages]
 }
 
 // deleted notes that rec, replayed after the lost records of q's actor

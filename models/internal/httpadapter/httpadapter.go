@@ -172,27 +172,27 @@ type sameOriginRedirects struct{ next http.RoundTripper }
 
 func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := s.next.RoundTrip(r)
-	if err != nil {
+	if err != nil || !leavesOrigin(r, res) {
 		return res, err
-	}
-	switch res.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-	default:
-		return res, nil
-	}
-	if res.Header.Get("Location") == "" {
-		return res, nil // http.Client returns it as it is
-	}
-	first := r
-	for first.Response != nil && first.Response.Request != nil { // the requests http.Client redirected
-		first = first.Response.Request
-	}
-	if to, err := res.Location(); err == nil && origin(to) == origin(first.URL) {
-		return res, nil
 	}
 	_ = res.Body.Close()
 	return nil, models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
 		r.Method, res.StatusCode, http.StatusText(res.StatusCode)))
+}
+
+// leavesOrigin reports whether res, the answer to r, is a redirect
+// http.Client would follow (a status it follows, with a Location) to
+// another origin than that of the first request of r's chain.
+func leavesOrigin(r *http.Request, res *http.Response) bool {
+	followed := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	if !slices.Contains(followed, res.StatusCode) || res.Header.Get("Location") == "" {
+		return false
+	}
+	for r.Response != nil && r.Response.Request != nil { // back along the redirects http.Client followed
+		r = r.Response.Request
+	}
+	to, err := res.Location()
+	return err != nil || origin(to) != origin(r.URL)
 }
 
 func (s sameOriginRedirects) Unwrap() http.RoundTripper { return s.next }

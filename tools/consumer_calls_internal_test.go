@@ -264,3 +264,33 @@ func TestConsumerCalls_SecondEndPastEndedMax(t *testing.T) {
 		t.Error("on a stream the model opened, an END of c9 left it open")
 	}
 }
+
+// TestConsumerCalls_ModelOpenedStreamPrunedOpensAgain: a stream the model
+// opened, the last one the router passed a frame out on, forgotten by a
+// pruning as the runtime forgets it, is opened again by the model's next
+// frame there, as the runtime opens it again, now the one opened last: it
+// outlives the streams opened before it (s256, kept by the first pruning)
+// at the next one.
+func TestConsumerCalls_ModelOpenedStreamPrunedOpensAgain(t *testing.T) {
+	var o consumerCalls
+	quietStream(&o, "first")
+	quietStream(&o, "second")
+	o.emitted(messages.Text("m", "said"))
+	for i := range openQuiet + openQuiet/4 {
+		quietStream(&o, fmt.Sprint("s", i))
+	}
+	if _, ok := o.open["m"]; ok {
+		t.Fatal("the stream the model opened first, quiet, outlived the pruning")
+	}
+	o.emitted(messages.Text("m", "again"))
+	if _, ok := o.open["m"]; !ok {
+		t.Fatal("the model's TEXT on m, after m was forgotten, did not open it again")
+	}
+	for i := range openQuiet / 4 {
+		quietStream(&o, fmt.Sprint("t", i))
+	}
+	_, m := o.open["m"]
+	if _, s := o.open["s256"]; !m || s {
+		t.Errorf("after the next pruning: m kept %v, s256 kept %v; want true, false", m, s)
+	}
+}

@@ -94,9 +94,18 @@ func TestStreamingRouter_StreamOpenedByTheModelForgottenAsTheRuntimeForgetsIt(t 
 	quietStreams(t, conn, "s")
 	quietRounds(t, conn, 500, 1400)
 
-	r := endXWithCallM(t, conn, got, "s")
+	endOfXEndsTheStream(t, conn, got, "s")
+}
+
+// endOfXEndsTheStream runs endXWithCallM on stream, a stream the runtime
+// has forgotten, and checks that the model's END of X, the stream's sole
+// call for the runtime, ended the stream for the router too: call_m is
+// answered as invalid arguments, not left pending.
+func endOfXEndsTheStream(t *testing.T, conn *actors.Conn, got chan *messages.Frame, stream string) {
+	t.Helper()
+	r := endXWithCallM(t, conn, got, stream)
 	if r == nil {
-		t.Fatal("after the END of X, the stream's sole call for the runtime, call_m is still pending: no answer came")
+		t.Fatalf("after the END of X, stream %s's sole call for the runtime, call_m is still pending: no answer came", stream)
 	}
 	if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
 		t.Fatalf("after the END of X, the model got %s: want call_m answered as invalid arguments", line(r))

@@ -884,8 +884,14 @@ func (w *Workspace) reapLater(cmd *exec.Cmd, lingers bool) {
 // commandBegins counts a sandboxed command under way, or a sandbox
 // whose processes may still run (see hiddenWrite); commandEnds ends
 // that.
+// The first one of the workspace takes the lock it shares with the
+// other workspaces open on the directory (lockHideShared), the last one
+// releases it.
 func (w *Workspace) commandBegins() {
 	w.hideMu.Lock()
+	if w.commands == 0 {
+		w.lockHideShared()
+	}
 	w.commands++
 	w.hideMu.Unlock()
 }
@@ -893,6 +899,9 @@ func (w *Workspace) commandBegins() {
 func (w *Workspace) commandEnds() {
 	w.hideMu.Lock()
 	w.commands--
+	if w.commands == 0 {
+		w.unlockHide()
+	}
 	w.hideMu.Unlock()
 }
 

@@ -37,6 +37,18 @@
 // under it is seen by no command, and is removed by the next such write
 // there or when the workspace is opened again.
 //
+// A path hidden from commands is not written (write_file, undo) while a
+// sandboxed command runs, which would see it: the write is refused
+// (ReasonHiddenInUse), and goes through once no command runs. The rule
+// holds across every workspace open on one directory, in the process or
+// in others (several sessions, or agents, on one folder): a command
+// holds a shared flock(2) on the workspace's root from before it starts
+// until every process of its sandbox is gone, and a write of a hidden
+// path takes it exclusive, without waiting, for as long as it writes;
+// a command starting meanwhile waits for the write. Workspaces open on
+// a folder and on a folder within it share no such lock, and a file
+// system without flock leaves each workspace to its own commands.
+//
 // The messages of read_file and write_file show no host path: not the
 // workspace's own (they name files relative to it), nor where a file
 // opened inside was moved or what it was when deleted, nor the target of

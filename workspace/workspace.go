@@ -384,8 +384,14 @@ type Workspace struct {
 	// and the sandboxes of ended ones whose processes may still run
 	// (reapLater). A write of a path hidden from commands holds it while
 	// it writes, and is refused while commands is not zero (hiddenWrite).
+	// hideLock, the root opened again, carries the workspace's share of
+	// that rule with the other workspaces open on the directory, of the
+	// process or others (lockHideShared): held shared while commands is
+	// not zero, exclusive while a hidden path is written; nil until first
+	// needed.
 	hideMu   sync.Mutex
 	commands int
+	hideLock *os.File
 	// hiddenIDs, guarded by hideMu, is what the sandboxes take the
 	// paths to hide to be once the tools wrote one that had an
 	// identity (see hiddenWrite); nil until then. It is replaced, never
@@ -929,6 +935,9 @@ func (w *Workspace) Close() error {
 		w.warmers.Wait() // a preparation under way releases its sandbox itself
 		w.reapers.Wait()
 		w.rootDir.Close()
+		if w.hideLock != nil {
+			w.hideLock.Close() // unlocked: no command runs, no write is under way
+		}
 		if w.devNull != nil {
 			w.devNull.Close()
 		}

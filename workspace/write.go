@@ -60,9 +60,11 @@ const hiddenTempName = tempPrefix + "~hidden.tmp"
 // read-only file, or another user's, is refused with ReasonPermission
 // though its directory is writable); their permission bits are kept.
 // A path hidden from commands is not written while a sandboxed command
-// runs, which would see it: the write is refused (ReasonHiddenInUse),
-// to be tried again once the command has ended; so it is while another
-// process writes a hidden path in the same folder. Its temporary file has
+// runs, which would see it, in this workspace or another open on its
+// directory (see the package's documentation): the write is refused
+// (ReasonHiddenInUse), to be tried again once the command has ended; so
+// it is while another process writes a hidden path in the same folder,
+// or in this workspace. Its temporary file has
 // a name of its own, hidden from commands too (see hiddenTempName),
 // which write_file and read_file refuse (ReasonReserved).
 //
@@ -476,11 +478,7 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	} else if end != nil {
 		defer end()
 	}
-	hidden := end != nil
-	if hidden {
-		w.lockHiddenTemp()
-		defer hiddenTempMu.Unlock()
-	}
+	hidden := end != nil // hiddenTempMu held until end
 	if done, rf := w.replaceBeneath(target, perm, exists, content, hidden); done {
 		return rf
 	}
@@ -492,11 +490,13 @@ func (w *Workspace) replace(target string, perm fs.FileMode, exists bool, conten
 	}
 	tmp := filepath.Join(dir, tempName(hidden))
 	if hidden {
-		unlock, rf := w.lockTempDirOf(dir)
-		if rf != nil {
-			return rf
+		if dir != "." { // the root is locked already (hiddenWrite)
+			unlock, rf := w.lockTempDirOf(dir)
+			if rf != nil {
+				return rf
+			}
+			defer unlock()
 		}
-		defer unlock()
 		if err := w.root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return leftoverRefused(err)
 		}
@@ -581,8 +581,10 @@ func tempName(hidden bool) string {
 // ([Options.HidePaths]: one of them, beneath one, or a match of a
 // pattern) apart from the sandboxed commands: it is refused
 // (ReasonHiddenInUse) while a run_command call is under way, or the
-// processes of a command stopped may still run (reapLater), and holds
-// the next ones off until end is called. With commands held off, a
+// processes of a command stopped may still run (reapLater), in this
+// workspace or in another open on its directory, of the process or
+// another (lockHideExclusive), and holds the next ones off until end is
+// called. It holds hiddenTempMu until end too. With commands held off, a
 // link on the way to target is looked for again (linkToHidden): one a
 // command made since the name was checked is refused, and none can be
 // made until end, so that the root, which follows links, takes the
@@ -621,11 +623,26 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 		w.hideMu.Unlock()
 		return nil, refuse(ReasonHiddenInUse, hiddenInUseDetail)
 	}
+	// One write of a hidden path of the process at a time
+	// (hiddenTempMu), and none while a workspace open on the directory
+	// runs a command, nor at once with another process's
+	// (lockHideExclusive): taken in that order, released in the other.
+	w.lockHiddenTemp()
+	if rf := w.lockHideExclusive(); rf != nil {
+		hiddenTempMu.Unlock()
+		w.hideMu.Unlock()
+		return nil, rf
+	}
+	unlock := func() {
+		w.unlockHide()
+		hiddenTempMu.Unlock()
+		w.hideMu.Unlock()
+	}
 	// No command runs until end: a link a command made on the way since
 	// the name was checked is seen now, and none is made afterwards
 	// (the root follows links, where openat2 is not available).
 	if rf := w.linkToHidden(target); rf != nil {
-		w.hideMu.Unlock()
+		unlock()
 		return nil, rf
 	}
 	ids := w.hiddenIDsLocked()
@@ -633,13 +650,13 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 		return (h.Dev != 0 || h.Ino != 0) && h.Path == filepath.Join(w.dir, target)
 	})
 	if i < 0 {
-		return w.hideMu.Unlock, nil
+		return unlock, nil
 	}
 	if before, err := w.entryBeneath(target); err != nil || before != (entryID{ids[i].Dev, ids[i].Ino}) {
-		return w.hideMu.Unlock, nil
+		return unlock, nil
 	}
 	return func() {
-		defer w.hideMu.Unlock()
+		defer unlock()
 		after, err := w.entryBeneath(target)
 		if errors.Is(err, fs.ErrNotExist) {
 			after = entryID{} // removed (undo's removal): nothing is expected there
@@ -661,6 +678,13 @@ const hiddenInUseDetail = "a command is running (or one stopped is still being t
 	"and writing a path hidden from commands now would show it to that command; nothing was written: " +
 	"write it once the command has ended"
 
+// hiddenSharedInUseDetail says why a write of a path hidden from
+// commands is refused while another workspace open on the directory runs
+// one, or another process writes such a path there (lockHideExclusive).
+const hiddenSharedInUseDetail = "a command is running in a workspace open on this directory " +
+	"(another session's, of this process or another), or another process is writing a path hidden from commands there, " +
+	"and writing one now would show it to that command; nothing was written: write it once it has ended"
+
 // hiddenInUse refuses (ReasonHiddenInUse), as hiddenWrite would now,
 // a write of target that is a path hidden from commands while one
 // runs: for an undo to refuse before it restores anything. A command
@@ -678,7 +702,13 @@ func (w *Workspace) hiddenInUse(target string) *refusal {
 	if w.commands > 0 {
 		return refuse(ReasonHiddenInUse, hiddenInUseDetail)
 	}
-	return nil
+	w.lockHiddenTemp()
+	defer hiddenTempMu.Unlock()
+	rf := w.lockHideExclusive()
+	if rf == nil {
+		w.unlockHide()
+	}
+	return rf
 }
 
 // hiddenIDsLocked is what the sandboxes take the paths to hide to be

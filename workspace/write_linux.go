@@ -54,10 +54,12 @@ func (w *Workspace) replaceBeneath(target string, perm fs.FileMode, exists bool,
 
 	tmp := tempName(hidden)
 	if hidden {
-		if rf := w.lockTempDir(d, dir); rf != nil {
-			return true, rf
+		if dir != "." { // the root is locked already (hiddenWrite)
+			if rf := w.lockTempDir(d, dir); rf != nil {
+				return true, rf
+			}
+			defer unlockTempDir(d)
 		}
-		defer unlockTempDir(d)
 		// One left by a crash: see hiddenTempName.
 		if err := unix.Unlinkat(d, tmp, 0); err != nil && err != unix.ENOENT {
 			return true, leftoverRefused(err)
@@ -160,14 +162,21 @@ func noEINTR(fn func() error) error {
 // locks is written unlocked: the writes of the process are one at a
 // time all the same (hiddenTempMu).
 func (w *Workspace) lockTempDir(d int, dir string) *refusal {
+	return w.lockExclusive(d, hiddenTempBusy, "write_file: no lock on the folder of a hidden path's temporary file", "path", dir)
+}
+
+// lockExclusive takes an exclusive flock(2) on d without waiting: one
+// another holds refuses (ReasonHiddenInUse, busy says why); a file
+// system without such locks leaves d unlocked, logged (noLock, args).
+func (w *Workspace) lockExclusive(d int, busy, noLock string, args ...any) *refusal {
 	err := noEINTR(func() error { return unix.Flock(d, unix.LOCK_EX|unix.LOCK_NB) })
 	switch {
 	case err == nil:
 		return nil
 	case errors.Is(err, unix.EWOULDBLOCK):
-		return refuse(ReasonHiddenInUse, hiddenTempBusy)
+		return refuse(ReasonHiddenInUse, busy)
 	}
-	w.log.Debug("write_file: no lock on the folder of a hidden path's temporary file", "path", dir, "err", err)
+	w.log.Debug(noLock, append(args, "err", err)...)
 	return nil
 }
 

@@ -1,0 +1,56 @@
+package tools_test
+
+import (
+	"testing"
+
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd: the model
+// opens stream s with a TEXT of its own, ends it (an END of no id), and
+// opens it again with another TEXT: the runtime keeps s again, inline,
+// as the first stream it keeps. The router, whose last stream passed out
+// on was s, notes it again too, however it remembers that stream: of the
+// quiet streams a and b written next, a is kept inline and b is not, and
+// once 1400 quiet streams came after b, the runtime has forgotten b. The
+// consumer's call X there then opens it anew, X its sole call, and the
+// model's END of X ends the stream for the router as for the runtime:
+// call_m, which the model started there, is answered.
+func TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd(t *testing.T) {
+	conn, got := startEchoRouter(t, sayModel)
+	send(t, conn, messages.Meta("s", "say", nil))
+	streamUntil(t, conn, "s", isText("said"))
+	send(t, conn, messages.End("s")) // the model echoes it: s ends
+	streamUntil(t, conn, "s", isEnd)
+	send(t, conn, messages.Meta("s", "say", nil))
+	streamUntil(t, conn, "s", isText("said"))
+	quietStreams(t, conn, "a", "b")
+	quietRounds(t, conn, 0, 1400)
+
+	endOfXEndsTheStream(t, conn, got, "b")
+}
+
+// TestStreamingRouter_StreamOfNoIDsEndsAtTheModelsEndOfIt: on stream s,
+// where the consumer's call carries no id (its prompt), the model's END
+// with an id the stream never carried ends none of the consumer's calls
+// there, for the runtime as for the router, and call_m, which the model
+// started there, stays pending; the model's END of no id then ends the
+// stream, and call_m is answered: it is not left pending.
+func TestStreamingRouter_StreamOfNoIDsEndsAtTheModelsEndOfIt(t *testing.T) {
+	conn, got := startEchoRouter(t, sayModel)
+	send(t, conn, messages.Text("s", "prompt"), messages.Meta("s", "start", nil))
+	send(t, conn, withCall(messages.Meta("s", "end", nil), "zz"))
+	streamUntil(t, conn, "s", isEnd)
+	send(t, conn, messages.Text("p", "probe"))
+	streamUntil(t, conn, "p", isText("probe"))
+	select {
+	case r := <-got:
+		t.Fatalf("after the END of zz, a call the stream never carried, the model got %s: want call_m pending", line(r))
+	default:
+	}
+	send(t, conn, messages.End("s")) // the model echoes it: the stream ends
+	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+		t.Fatalf("after the END of the stream, the model got %s: want call_m answered as invalid arguments", line(r))
+	}
+}

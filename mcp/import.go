@@ -1463,7 +1463,11 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 // message it carries and read whatever answers the GET as the answer to
 // it; the request fails, saying so. 307 and 308 keep the method and the
 // body, and are followed as http.Client's default policy does, on the
-// import's origin only (see sameOriginRedirects).
+// import's origin only. sameOriginRedirects refuses both before
+// http.Client sees the redirect, so that the error does not quote the
+// redirect's Location, which the server writes as it likes (a token in
+// its query): an error of CheckRedirect would, as http.Client names the
+// request it would send; what checkRedirect refuses of them is a backstop.
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {
@@ -1518,8 +1522,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // sameOriginRedirects fails a request (other than a DELETE: see
 // checkRedirect) that the server redirects to another origin than the
-// import's URL (scheme, host and port), with any status, before
-// http.Client sees the redirect: a session lives on the server it was
+// import's URL (scheme, host and port), with any status, or on its
+// origin with a status that would change its method (see checkRedirect),
+// before http.Client sees the redirect: a session lives on the server it was
 // opened with, and what a request carries (its JSON-RPC message, the
 // Mcp-Session-Id header, headers a proxy or the caller's transport adds)
 // is for that server alone. The error names the status, not the place
@@ -1543,12 +1548,20 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 	if res.Header.Get("Location") == "" {
 		return res, nil // http.Client returns it as it is
 	}
-	if to, err := res.Location(); err == nil && sameOrigin(to, s.to) {
-		return res, nil
+	if to, err := res.Location(); err != nil || !sameOrigin(to, s.to) {
+		_ = res.Body.Close()
+		return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+			r.Method, res.StatusCode, http.StatusText(res.StatusCode))
 	}
-	_ = res.Body.Close()
-	return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
-		r.Method, res.StatusCode, http.StatusText(res.StatusCode))
+	switch res.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		if r.Method != http.MethodGet && r.Method != http.MethodHead { // http.Client would send it on as a GET
+			_ = res.Body.Close()
+			return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s, which would send it on as a GET: not followed",
+				r.Method, res.StatusCode, http.StatusText(res.StatusCode))
+		}
+	}
+	return res, nil
 }
 
 // sameOrigin reports whether a and b have the same scheme, host and port

@@ -80,8 +80,9 @@ func TestImport_RedirectToAnotherOriginIsNotFollowed(t *testing.T) {
 // streamable HTTP) that a server redirects on its own origin with 301,
 // 302 or 303, which http.Client would send on as a GET without its body,
 // is not followed: the place the redirect points to gets nothing, and
-// Import's error says the server redirected the POST, with the status. A
-// 307 or 308 keeps the method and body, and is followed.
+// Import's error says the server redirected the POST, with the status,
+// without quoting the redirect's query (where a token may be). A 307 or
+// 308 keeps the method and body, and is followed.
 func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
@@ -95,7 +96,7 @@ func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 					w.WriteHeader(http.StatusNotFound)
 					return
 				}
-				http.Redirect(w, r, "/elsewhere", status)
+				http.Redirect(w, r, "/elsewhere?token="+redirectToken, status)
 			})
 			rt := actorstest.NewRuntime(t, nil)
 			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1})
@@ -118,9 +119,15 @@ func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("Import: %v; want it to say %q", err, want)
 			}
+			if strings.Contains(err.Error(), redirectToken) {
+				t.Errorf("Import: %v; it quotes the query of the redirect's Location", err)
+			}
 		})
 	}
 }
+
+// redirectToken is a token in the query of a redirect's Location.
+const redirectToken = "location-token-0123456789"
 
 // redirectTarget starts a server, closed with the test, that answers
 // every request 404 and records its method; it returns the server's URL

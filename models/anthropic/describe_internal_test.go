@@ -52,10 +52,12 @@ func TestDescribe_ReachesNoSDKError(t *testing.T) {
 // TestAnswer_APIErrorFieldsHaveTheKeyCutOut: a server that quotes the API
 // key in its error's message (or type) has it cut out of the error the
 // adapter answers with, and of the *APIError a caller reaches in it by
-// errors.As: its Message, Type and text.
+// errors.As: its Message, Type, RequestID (a request-id header the
+// server wrote as it liked) and text.
 func TestAnswer_APIErrorFieldsHaveTheKeyCutOut(t *testing.T) {
 	const key = "sk-ant-api03-quoted-0123456789"
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Request-Id", "req_"+key)
 		anthropictest.WriteError(w, http.StatusUnauthorized, "bad_key_"+key, "invalid key "+key)
 	}))
 	defer srv.Close()
@@ -70,12 +72,15 @@ func TestAnswer_APIErrorFieldsHaveTheKeyCutOut(t *testing.T) {
 	if !errors.As(err, &apiErr) {
 		t.Fatalf("answer: %v; want an *APIError", err)
 	}
-	for what, text := range map[string]string{"error": err.Error(), "APIError": apiErr.Error(), "Message": apiErr.Message, "Type": apiErr.Type} {
+	for what, text := range map[string]string{"error": err.Error(), "APIError": apiErr.Error(), "Message": apiErr.Message, "Type": apiErr.Type, "RequestID": apiErr.RequestID} {
 		if strings.Contains(text, key) {
 			t.Errorf("the %s shows the key: %q", what, text)
 		}
 	}
 	if !strings.HasPrefix(apiErr.Message, "invalid key ") {
 		t.Errorf("Message %q; want what the server said, the key cut out", apiErr.Message)
+	}
+	if !strings.HasPrefix(apiErr.RequestID, "req_") {
+		t.Errorf("RequestID %q; want the server's, the key cut out", apiErr.RequestID)
 	}
 }

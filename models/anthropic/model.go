@@ -84,10 +84,14 @@ type Options struct {
 	// credentials its transport adds (an OAuth2 transport's token) are
 	// kept out of frames as APIKey is, when an *http.Transport at the
 	// bottom sends them with the request's context. A request redirected
-	// to another origin (scheme, host or port) goes there without the
-	// headers that may carry credentials (Authorization, X-Api-Key,
-	// Api-Key, any whose name speaks of a key, token, secret or auth),
-	// before the client's CheckRedirect, if any, is asked.
+	// to another origin (scheme, host or port) is not followed, whatever
+	// the status: its body, the prompt, is for the API's server alone; the
+	// answer fails, permanently, saying the method and the status (not
+	// the place the redirect points to). A client given with a
+	// CheckRedirect of its own has it decide instead, and a redirect it
+	// lets through goes to the other origin without the headers that may
+	// carry credentials (Authorization, X-Api-Key, Api-Key, any whose name
+	// speaks of a key, token, secret or auth).
 	HTTPClient *http.Client
 	// RequestOptions are more SDK options applied to every request
 	// (headers such as anthropic-beta, middleware), after the ones above.
@@ -264,7 +268,7 @@ func describe(ctx context.Context, err error) error {
 	var apiErr *sdk.Error
 	if errors.As(err, &apiErr) {
 		redact := func(s string) string { return httpadapter.Redact(ctx, s) }
-		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: apiErr.RequestID}
+		e := &APIError{Status: apiErr.StatusCode, Type: redact(string(apiErr.Type())), Message: redact(apiErr.Message), RequestID: redact(apiErr.RequestID)}
 		switch {
 		case e.Status != http.StatusOK:
 			message := e.Message

@@ -71,10 +71,14 @@ type Options struct {
 	// credentials its transport adds (an OAuth2 transport's token) are
 	// kept out of frames as APIKey is, when an *http.Transport at the
 	// bottom sends them with the request's context. A request redirected
-	// to another origin (scheme, host or port) goes there without the
-	// headers that may carry credentials (Authorization, X-Api-Key,
-	// Api-Key, any whose name speaks of a key, token, secret or auth),
-	// before the client's CheckRedirect, if any, is asked.
+	// to another origin (scheme, host or port) is not followed, whatever
+	// the status: its body, the prompt, is for the API's server alone; the
+	// answer fails, permanently, saying the method and the status (not
+	// the place the redirect points to). A client given with a
+	// CheckRedirect of its own has it decide instead, and a redirect it
+	// lets through goes to the other origin without the headers that may
+	// carry credentials (Authorization, X-Api-Key, Api-Key, any whose name
+	// speaks of a key, token, secret or auth).
 	HTTPClient *http.Client
 	// DisableUsage stops asking for usage (stream_options.include_usage),
 	// for servers that reject the field.

@@ -118,6 +118,13 @@ func Open(c Config) *Endpoint {
 		e.client = e.own
 	}
 	e.client = dropCredentialsOnRedirect(e.client)
+	if c.HTTPClient == nil || c.HTTPClient.CheckRedirect == nil {
+		next := e.client.Transport
+		if next == nil {
+			next = http.DefaultTransport // as http.Client's
+		}
+		e.client.Transport = sameOriginRedirects{next: next}
+	}
 	e.transport = transportOf(e.client.Transport)
 	return e
 }
@@ -153,6 +160,51 @@ func dropCredentialsOnRedirect(c *http.Client) *http.Client {
 	return &copied
 }
 
+// sameOriginRedirects fails a request that the server redirects to
+// another origin than the first request's (scheme, host and port), with
+// any status, before http.Client sees the redirect: the request's body is
+// the prompt, which is for the API's server alone. The error says the
+// method and the status, not the place the redirect points to, which the
+// server writes as it likes (a token in its query). It stands under the
+// client of an endpoint unless the Config's client has a CheckRedirect of
+// its own, which then decides.
+type sameOriginRedirects struct{ next http.RoundTripper }
+
+func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := s.next.RoundTrip(r)
+	if err != nil || !leavesOrigin(r, res) {
+		return res, err
+	}
+	_ = res.Body.Close()
+	return nil, models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+		r.Method, res.StatusCode, http.StatusText(res.StatusCode)))
+}
+
+// leavesOrigin reports whether res, the answer to r, is a redirect
+// http.Client would follow (a status it follows, with a Location) to
+// another origin than that of the first request of r's chain.
+func leavesOrigin(r *http.Request, res *http.Response) bool {
+	followed := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	if !slices.Contains(followed, res.StatusCode) || res.Header.Get("Location") == "" {
+		return false
+	}
+	for r.Response != nil && r.Response.Request != nil { // back along the redirects http.Client followed
+		r = r.Response.Request
+	}
+	to, err := res.Location()
+	return err != nil || origin(to) != origin(r.URL)
+}
+
+func (s sameOriginRedirects) Unwrap() http.RoundTripper { return s.next }
+
+// CloseIdleConnections closes the idle connections of the transport
+// under s, as http.Client.CloseIdleConnections does of its own.
+func (s sameOriginRedirects) CloseIdleConnections() {
+	if c, ok := s.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // origin returns the scheme, host and port of u, the port written when
 // it is the scheme's default too.
 func origin(u *url.URL) string {
@@ -185,7 +237,9 @@ func transportOf(rt http.RoundTripper) *http.Transport {
 
 // HTTPClient is the client to send requests with: the Config's (or the
 // one Open made), copied with a redirect to another origin dropping the
-// credential headers (see dropCredentialsOnRedirect).
+// credential headers (see dropCredentialsOnRedirect), and not followed
+// unless the Config's client has a CheckRedirect (see
+// sameOriginRedirects).
 func (e *Endpoint) HTTPClient() *http.Client { return e.client }
 
 // Close releases the idle connections of the client Open made (none when

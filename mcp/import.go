@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -541,13 +542,15 @@ func redactUser(u *url.Userinfo) *url.Userinfo {
 
 // redact returns err with the credentials of the import's URL and its
 // bearer token cut out of its text (err itself is kept for errors.Is
-// and errors.As): go-sdk's errors quote the URL of a request that failed
-// as http.Client does, query string included.
+// and errors.As), and the user info and query values of every URL in it
+// (redactURLsIn): go-sdk's errors quote the URL of a request that failed
+// as http.Client does, query string included, and after a redirect that
+// is the redirect's Location, which the server writes as it likes.
 func (im *Imported) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	if text := im.scrub.Replace(err.Error()); text != err.Error() {
+	if text := redactURLsIn(im.scrub.Replace(err.Error())); text != err.Error() {
 		return &redactedError{err: err, text: text}
 	}
 	return err
@@ -575,6 +578,52 @@ func redactURL(u *url.URL) string {
 		r.User = redactUser(r.User)
 	}
 	return r.String()
+}
+
+// urlInText matches a URL with a scheme in an error's text, up to the
+// first space or quote: http.Client's errors quote the URL of a request
+// with %q, in which a space or a quote of the URL is escaped.
+var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\\]+`)
+
+// redactURLsIn returns text with the user info and the value of each
+// query parameter of every URL in it (urlInText) replaced by "xxxxx", as
+// redactURL does, the place (host and path) kept: an import's errors may
+// quote a URL the server wrote (the Location of a redirect, which
+// http.Client follows on the import's origin with 307 and 308, and names
+// as the URL of the next request), with a token in its query or user
+// info. The URL is cut as written, not parsed: one that does not parse
+// is cut all the same.
+func redactURLsIn(text string) string {
+	return urlInText.ReplaceAllStringFunc(text, func(s string) string {
+		scheme, rest, _ := strings.Cut(s, "://")
+		authority, path := rest, ""
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority, path = rest[:i], rest[i:]
+		}
+		if user, host, ok := lastCut(authority, "@"); ok {
+			if strings.Contains(user, ":") {
+				authority = "xxxxx:xxxxx@" + host
+			} else {
+				authority = "xxxxx@" + host
+			}
+		}
+		path, fragment, hasFragment := strings.Cut(path, "#")
+		if before, query, ok := strings.Cut(path, "?"); ok && query != "" {
+			path = before + "?" + redactQuery(query)
+		}
+		if hasFragment {
+			path += "#" + fragment
+		}
+		return scheme + "://" + authority + path
+	})
+}
+
+// lastCut is strings.Cut at the last sep in s.
+func lastCut(s, sep string) (before, after string, found bool) {
+	if i := strings.LastIndex(s, sep); i >= 0 {
+		return s[:i], s[i+len(sep):], true
+	}
+	return s, "", false
 }
 
 // redactQuery returns the raw query q with each value replaced by
@@ -1468,6 +1517,9 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 // redirect's Location, which the server writes as it likes (a token in
 // its query): an error of CheckRedirect would, as http.Client names the
 // request it would send; what checkRedirect refuses of them is a backstop.
+// Its error past ten redirects does quote that Location, user info and
+// query included: redact cuts them out, as of any URL an import's error
+// quotes (redactURLsIn).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"context"
 	"errors"
 	"testing"
 
@@ -31,6 +32,19 @@ func stoppedEvents(t *testing.T, rt *Runtime, id func() string) <-chan ActorEven
 		}
 	}))
 	return stopped
+}
+
+// receive returns what ch brings first, failing t with what when ctx
+// ends before.
+func receive[T any](t *testing.T, ctx context.Context, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-ctx.Done():
+		t.Fatalf("waiting for %s: %v", what, ctx.Err())
+		panic("unreachable")
+	}
 }
 
 // TestShell_StopBeforeDecisionReportsFailure: a duplex that failed and
@@ -66,23 +80,13 @@ func TestShell_StopBeforeDecisionReportsFailure(t *testing.T) {
 	}
 	rt.Send(ref, messages.Text("s", "go"))
 	ctx := testContext(t)
-	var child Ref
-	select {
-	case child = <-children:
-	case <-ctx.Done():
-		t.Fatal("the parent never got its frame")
-	}
+	child := receive(t, ctx, children, "the parent's frame")
 	childID <- child.pid.Id
 	waitFor(t, ctx, failing, "the child's failure")
 	// A system stop, as the parent's own stop sends: taken while the
 	// child is suspended for its failure, after the failure.
 	rt.system.Root.Stop(child.pid)
-	var ev ActorEvent
-	select {
-	case ev = <-stopped:
-	case <-ctx.Done():
-		t.Fatal("the child was never reported stopped")
-	}
+	ev := receive(t, ctx, stopped, "the child's stop")
 	close(release)
 	if !errors.Is(ev.Actor.LastFailure, boom) || ev.Actor.LastFailureAt.IsZero() {
 		t.Errorf("the child's stop was reported with last failure %v at %v, want %v: its failure was lost",
@@ -120,12 +124,7 @@ func TestShell_StopAfterDecisionReportsFailureOnce(t *testing.T) {
 	stopped := stoppedEvents(t, rt, func() string { return id })
 	rt.Send(ref, messages.Text("f", "fail"))
 	ctx := testContext(t)
-	var ev ActorEvent
-	select {
-	case ev = <-stopped:
-	case <-ctx.Done():
-		t.Fatal("the duplex was never reported stopped")
-	}
+	ev := receive(t, ctx, stopped, "the duplex's stop")
 	if !errors.Is(ev.Actor.LastFailure, boom) {
 		t.Fatalf("the stop was reported with last failure %v, want %v", ev.Actor.LastFailure, boom)
 	}

@@ -22,9 +22,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/internal/origin"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
@@ -1512,7 +1512,7 @@ type bearer struct {
 }
 
 func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	if !sameOrigin(r.URL, b.to) {
+	if !origin.Same(r.URL, b.to) {
 		return b.next.RoundTrip(r)
 	}
 	r = r.Clone(r.Context())
@@ -1537,18 +1537,10 @@ type sameOriginRedirects struct {
 
 func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := s.next.RoundTrip(r)
-	if err != nil || r.Method == http.MethodDelete {
-		return res, err
+	if err != nil || r.Method == http.MethodDelete || res.Header.Get("Location") == "" {
+		return res, err // http.Client returns a redirect without a Location as it is
 	}
-	switch res.StatusCode {
-	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect:
-	default:
-		return res, nil
-	}
-	if res.Header.Get("Location") == "" {
-		return res, nil // http.Client returns it as it is
-	}
-	if to, err := res.Location(); err != nil || !sameOrigin(to, s.to) {
+	if origin.Leaves(res, s.to) {
 		_ = res.Body.Close()
 		return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
 			r.Method, res.StatusCode, http.StatusText(res.StatusCode))
@@ -1562,32 +1554,4 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 		}
 	}
 	return res, nil
-}
-
-// sameOrigin reports whether a and b have the same scheme, host and port
-// (the scheme's default when none is written). Hosts are compared as the
-// transport reaches them: in any case, with or without the trailing dot
-// of a fully qualified name, and an international name in its ASCII
-// form (as the transport dials it, and asks its certificate for).
-func sameOrigin(a, b *url.URL) bool {
-	port := func(u *url.URL) string {
-		if p := u.Port(); p != "" {
-			return p
-		}
-		switch strings.ToLower(u.Scheme) {
-		case "http":
-			return "80"
-		case "https":
-			return "443"
-		}
-		return ""
-	}
-	host := func(u *url.URL) string {
-		h := strings.TrimSuffix(u.Hostname(), ".")
-		if ascii, err := idna.Lookup.ToASCII(h); err == nil {
-			h = ascii
-		}
-		return strings.ToLower(h)
-	}
-	return strings.EqualFold(a.Scheme, b.Scheme) && host(a) == host(b) && port(a) == port(b)
 }

@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/net/idna"
 
+	"github.com/polyweave/polyweave-go/internal/origin"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/resilience"
@@ -142,7 +143,7 @@ func dropCredentialsOnRedirect(c *http.Client) *http.Client {
 	check := c.CheckRedirect
 	copied := *c
 	copied.CheckRedirect = func(req *http.Request, via []*http.Request) error {
-		if origin(req.URL) != origin(via[0].URL) {
+		if !origin.Same(req.URL, via[0].URL) {
 			for name := range req.Header {
 				if credentialName(name) {
 					req.Header.Del(name)
@@ -184,15 +185,10 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 // http.Client would follow (a status it follows, with a Location) to
 // another origin than that of the first request of r's chain.
 func leavesOrigin(r *http.Request, res *http.Response) bool {
-	followed := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
-	if !slices.Contains(followed, res.StatusCode) || res.Header.Get("Location") == "" {
-		return false
-	}
 	for r.Response != nil && r.Response.Request != nil { // back along the redirects http.Client followed
 		r = r.Response.Request
 	}
-	to, err := res.Location()
-	return err != nil || origin(to) != origin(r.URL)
+	return origin.Leaves(res, r.URL)
 }
 
 func (s sameOriginRedirects) Unwrap() http.RoundTripper { return s.next }
@@ -203,16 +199,6 @@ func (s sameOriginRedirects) CloseIdleConnections() {
 	if c, ok := s.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
-}
-
-// origin returns the scheme, host and port of u, the port written when
-// it is the scheme's default too.
-func origin(u *url.URL) string {
-	port := u.Port()
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[strings.ToLower(u.Scheme)]
-	}
-	return strings.ToLower(u.Scheme) + "://" + net.JoinHostPort(strings.ToLower(strings.TrimSuffix(u.Hostname(), ".")), port)
 }
 
 // transportOf returns rt when it is an *http.Transport

@@ -191,3 +191,13 @@ func IsPermanent(err error) bool {
 	var p interface{ Permanent() bool }
 	return errors.As(err, &p) && p.Permanent()
 }
+
+// QuoteName quotes an actor name for a message or a report as
+// [StoreError] does: whole up to 256 bytes, with control bytes and invalid
+// UTF-8 escaped as %q escapes them; a longer name is quoted in part, cut
+// on a rune's boundary and followed by a marker that gives its whole
+// length and says it was clipped, so that a line that names an actor
+// stays one readable line of bounded length.
+func QuoteName(name string) string {
+	return quote.Name(name, "actor name")
+}

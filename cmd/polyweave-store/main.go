@@ -65,6 +65,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 )
 
@@ -215,7 +216,7 @@ func printReport(w io.Writer, r *boltstore.Report) {
 	}
 	damaged := 0
 	for _, a := range r.Actors {
-		fmt.Fprintf(w, "actor %q:", a.Name)
+		fmt.Fprintf(w, "actor %s:", durability.QuoteName(a.Name))
 		if a.Snapshots > 0 {
 			fmt.Fprintf(w, " snapshot at %d", a.LastSnapshot)
 			if a.Snapshots > 1 {

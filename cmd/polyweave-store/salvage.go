@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/boltstore"
 )
 
@@ -29,9 +30,9 @@ func runSalvage(ctx context.Context, path, dst string, opts *boltstore.Options, 
 	}
 	for _, a := range fs.Actors {
 		if a.SetAside {
-			fmt.Fprintf(stdout, "actor %q: DAMAGED pages: its bucket set aside, left out of %s, because:\n", a.Name, dst)
+			fmt.Fprintf(stdout, "actor %s: DAMAGED pages: its bucket set aside, left out of %s, because:\n", durability.QuoteName(a.Name), dst)
 		} else {
-			fmt.Fprintf(stdout, "actor %q: DAMAGED:\n", a.Name)
+			fmt.Fprintf(stdout, "actor %s: DAMAGED:\n", durability.QuoteName(a.Name))
 		}
 		for _, err := range a.Damage {
 			fmt.Fprintf(stdout, "  %v\n", err)
@@ -46,7 +47,7 @@ func runSalvage(ctx context.Context, path, dst string, opts *boltstore.Options, 
 	for _, a := range fs.After.Actors {
 		if !salvaged[a.Name] {
 			whole++
-			fmt.Fprintf(stdout, "actor %q: intact, copied whole\n", a.Name)
+			fmt.Fprintf(stdout, "actor %s: intact, copied whole\n", durability.QuoteName(a.Name))
 		}
 	}
 	damaged := len(fs.Actors) > 0 || !r.Intact()

@@ -242,3 +242,41 @@ func TestSalvage_Refused(t *testing.T) {
 		t.Errorf("left in %s: %v %v, want only the two files put there", dir, left, err)
 	}
 }
+
+// TestReport_LongControlName: an actor name of the longest length the
+// store takes, full of control bytes, is reported by verify and salvage
+// on one line of bounded length, escaped and clipped with a marker that
+// gives its length, never whole.
+func TestReport_LongControlName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	s, err := boltstore.Open(path, &boltstore.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "\x1b[31m" + strings.Repeat("\n\r", boltstore.MaxNameLen/2-3)
+	if len(name) > boltstore.MaxNameLen {
+		t.Fatalf("name of %d bytes, longer than the store takes", len(name))
+	}
+	if err := s.PersistEvent(context.Background(), name, 0, []byte("event 0")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("(actor name of %d bytes, clipped)", len(name))
+	for _, cmd := range [][]string{{"verify", path}, {"salvage", path, filepath.Join(t.TempDir(), "salvaged.db")}} {
+		var out, errOut bytes.Buffer
+		if code := run(t.Context(), cmd, &out, &errOut); code != 0 {
+			t.Fatalf("%s: exit %d: %s%s", cmd[0], code, out.String(), errOut.String())
+		}
+		report := out.String() + errOut.String()
+		if strings.ContainsAny(report, "\x1b\r") || !strings.Contains(report, marker) {
+			t.Errorf("%s: the report holds raw control bytes or no %q: %.300q", cmd[0], marker, report)
+		}
+		for _, line := range strings.Split(report, "\n") {
+			if len(line) > 2048 {
+				t.Errorf("%s: a line of %d bytes: %.200q…", cmd[0], len(line), line)
+			}
+		}
+	}
+}

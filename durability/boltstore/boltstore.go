@@ -605,7 +605,7 @@ func (s *Store) load(ctx context.Context, readOnly bool, t *tree) error {
 	}
 	s.overlay, s.nextSeq, s.logStart = r.overlay, r.next, r.start
 	for name, q := range r.quarantine {
-		s.log.Error("boltstore: actor quarantined: its writes in the log are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", q.err)
+		s.log.Error("boltstore: actor quarantined: its writes in the log are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", quote.Name(name, "actor name"), "damage", q.err)
 	}
 	if t != nil {
 		for name, ap := range t.actors {
@@ -615,7 +615,7 @@ func (s *Store) load(ctx context.Context, readOnly bool, t *tree) error {
 				r.quarantine[name] = q
 			}
 			q.err, q.pages, q.skip = ap.err, ap.header, ap.skip
-			s.log.Error("boltstore: actor quarantined: its pages in the file are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", name, "damage", ap.err)
+			s.log.Error("boltstore: actor quarantined: its pages in the file are damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", quote.Name(name, "actor name"), "damage", ap.err)
 		}
 	}
 	s.quarantine = r.quarantine

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/durability/durabilitytest"
+	"github.com/polyweave/polyweave-go/internal/syncbuf"
 )
 
 // storedBytes returns, read with bbolt from the file at path, the stored
@@ -737,4 +739,55 @@ func salvageLostEvent3(t *testing.T, againAt uint64, then func(*testing.T, *Stor
 // from the log of the store file at path.
 func damageEvent3(t *testing.T, path string) {
 	damageRecord(t, path, "a", durability.RecordEvent, 3, 2, true)
+}
+
+// TestQuarantine_LongNameLogged: the log lines that quarantine an actor
+// and release it name it as errors do, escaped and clipped, however long
+// the name and whatever bytes it holds: a name of 32 KiB of control bytes
+// makes no line of 64 KiB.
+func TestQuarantine_LongNameLogged(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "store.db")
+	name := "\x1b[31m" + strings.Repeat("\n\r", MaxNameLen/2-3)
+	write := func(s *Store, i uint64) {
+		if err := s.PersistEvent(t.Context(), name, i, fmt.Appendf(nil, "event %d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(s, 0)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	flipStored(t, path, func(tx *bolt.Tx) []byte { return actorBucket(tx, name).Get(summaryKey) }, 10)
+	if s, err = Open(path, &Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	write(s, 1) // into the log: the summary is read at the checkpoint
+	crash(t, s)
+	var logged syncbuf.Buffer
+	s, err = Open(path, &Options{NoSync: true, Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatalf("Open: %v, want the store open with the actor quarantined", err)
+	}
+	if _, err := s.Salvage(t.Context(), name); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	marker := fmt.Sprintf("(actor name of %d bytes, clipped)", len(name))
+	var quarantined, released bool
+	for _, line := range strings.Split(logged.String(), "\n") {
+		if len(line) > 4096 {
+			t.Errorf("a log line of %d bytes: %.200q…", len(line), line)
+		}
+		quarantined = quarantined || strings.Contains(line, "actor quarantined") && strings.Contains(line, marker)
+		released = released || strings.Contains(line, "released from quarantine") && strings.Contains(line, marker)
+	}
+	if !quarantined || !released {
+		t.Errorf("no line that quarantines (%t) or releases (%t) the actor, naming it clipped with %q: %.600q", quarantined, released, marker, logged.String())
+	}
 }

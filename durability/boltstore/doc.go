@@ -180,11 +180,12 @@
 // damaged freelist page costs nothing to a read-only Open, and Verify
 // reports it. A writable Open rebuilds it when the tree is intact: it
 // writes a freelist of the pages the walk of the tree did not reach and a
-// meta page naming it, as a commit would; also when the freelist lists
-// pages the tree uses as well as an entry no freelist holds (a page past
-// the end, its own, one twice), which makes the damage the freelist's.
-// When the freelist lists pages the tree uses and is otherwise sound,
-// one of the two is damaged, and which cannot be told: if
+// meta page naming it, as a commit would. When the freelist lists pages
+// the tree uses, one of the two is damaged, and which cannot be told,
+// whatever else the freelist holds: an entry no freelist holds (a page
+// past the end, its own, one twice) shows the freelist damaged, but not
+// that the tree is intact, since a pointer to a listed page may be broken
+// as well. If
 // those pages are reached from actors' buckets alone, the damage is
 // theirs either way (a broken pointer of an actor may lead to a page
 // freed since, holding old records of its own whose checksums check:

@@ -321,38 +321,59 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return bad(flOff, "freelist page %d unreadable: %v", m.freelist, err), false
 	}
-	var inUse *durability.DamageError // the first page listed that the tree uses
-	var listed []uint64               // all of them
+	var inUse *durability.DamageError   // the first page listed that the tree uses
+	var listed []uint64                 // all of them
+	var garbage *durability.DamageError // the first entry no freelist holds
 	// An entry no freelist holds (outside the file, its own page, a page
-	// twice) is damage of the freelist's own: it explains the pages
-	// listed in use too, met before it or not, so that Open decides the
-	// same whatever the order of the entries.
+	// twice) shows the freelist damaged, but not that it alone is: a
+	// pointer of the tree to a page it lists may be broken as well,
+	// leading to a page freed since. So the whole list is read, and a
+	// page listed that the tree uses makes a conflict whatever else the
+	// list holds, met before it or after, as if the list were sound.
 	for i := range count {
 		id := binary.LittleEndian.Uint64(ids[8*i:])
+		off := idsOff + int64(8*i)
 		switch {
 		case id < 2 || id >= m.pgid:
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid), false
+			if garbage == nil {
+				garbage = bad(off, "freelist page %d lists page %d, outside pages [2, %d)", m.freelist, id, m.pgid)
+			}
+			continue
 		case t.inUse(id):
 			// bbolt would hand the page out while it is in use: the
 			// next commit would overwrite live data. The rest of the
 			// list is checked, for every such page (see
 			// [tree].listedInUse).
 			if inUse == nil {
-				inUse = bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is in use", m.freelist, id)
+				inUse = bad(off, "freelist page %d lists page %d, which is in use", m.freelist, id)
 			}
-			listed = append(listed, id)
+			if !slices.Contains(listed, id) {
+				listed = append(listed, id)
+			}
 			continue
 		case id >= m.freelist && id <= m.freelist+overflow:
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d, which is its own", m.freelist, id), false
+			if garbage == nil {
+				garbage = bad(off, "freelist page %d lists page %d, which is its own", m.freelist, id)
+			}
+			continue
 		case t.pages[id] == freePage:
 			// bbolt would hand the page out twice.
-			return bad(idsOff+int64(8*i), "freelist page %d lists page %d twice", m.freelist, id), false
+			if garbage == nil {
+				garbage = bad(off, "freelist page %d lists page %d twice", m.freelist, id)
+			}
+			continue
 		}
 		t.pages[id] = freePage
 	}
 	if inUse != nil {
+		if garbage != nil {
+			inUse.Reason += fmt.Sprintf(" (and at offset %d %s)", garbage.Offset, strings.TrimPrefix(garbage.Reason, fmt.Sprintf("freelist page %d ", m.freelist)))
+		}
 		t.listedInUse = listed
 		return inUse, true
+	}
+	if garbage != nil {
+		return garbage, false
 	}
 	return nil, false
 }

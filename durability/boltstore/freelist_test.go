@@ -440,48 +440,62 @@ func TestOpen_FreelistListsAnActorPageReopened(t *testing.T) {
 }
 
 // TestOpen_FreelistListsAnActorPageAndGarbage: the freelist lists a page
-// of actor "big" and a page past the end of the file, the second a
-// damage of the freelist's own that explains the first as well. Open
-// decides the same whatever the order of the two: the freelist is
-// damaged, a writable Open rebuilds it from the tree, and every actor
-// reads back what was written.
+// of actor "big" and an entry no freelist holds (a page past the end, its
+// own page, a page twice), before or after it. The entry shows the
+// freelist damaged, but not that it alone is: the pointer of "big" to the
+// listed page may be broken as well, leading to a page freed since whose
+// old records check, which a freelist rebuilt from the tree would hide
+// from later Opens. So Open decides as for the listed page alone,
+// whatever the entry and the order of the two: a read-only Open
+// quarantines "big" and reads the other actors, a writable Open refuses
+// the file, every time, and SalvageFile leaves the listed page out.
 func TestOpen_FreelistListsAnActorPageAndGarbage(t *testing.T) {
-	for _, actorFirst := range []bool{true, false} {
-		t.Run(fmt.Sprintf("actorFirst=%t", actorFirst), func(t *testing.T) {
-			path, want := pagesFile(t, false)
-			m := freelistAt(t, path)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fl := int64(m.freelist) * int64(m.pageSize)
-			if n := binary.LittleEndian.Uint16(b[fl+10:]); n < 2 || n == 0xFFFF {
-				t.Fatalf("the freelist lists %d pages, want 2 to 65534", n)
-			}
-			big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
-			ids := []uint64{big, m.pgid + 5}
-			if !actorFirst {
-				slices.Reverse(ids)
-			}
-			var entries []byte
-			for _, id := range ids {
-				entries = binary.LittleEndian.AppendUint64(entries, id)
-			}
-			writeAt(t, path, entries, fl+pageHeaderSize)
-			for _, ro := range []bool{true, false} {
-				s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+	for _, garbage := range []string{"past the end", "its own page", "a page twice"} {
+		for _, actorFirst := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/actorFirst=%t", garbage, actorFirst), func(t *testing.T) {
+				path, want := pagesFile(t, false)
+				m := freelistAt(t, path)
+				b, err := os.ReadFile(path)
 				if err != nil {
-					t.Fatalf("Open (read-only %t): %v", ro, err)
-				}
-				if failed := checkPages(t, s, want, fmt.Sprint("read-only ", ro)); len(failed) > 0 {
-					t.Errorf("read-only %t: actors failing: %q, want none", ro, failed)
-				}
-				if err := s.Close(); err != nil {
 					t.Fatal(err)
 				}
-			}
-			boltCheck(t, path)
-		})
+				fl := int64(m.freelist) * int64(m.pageSize)
+				if n := binary.LittleEndian.Uint16(b[fl+10:]); n < 3 || n == 0xFFFF {
+					t.Fatalf("the freelist lists %d pages, want 3 to 65534", n)
+				}
+				big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+				g := map[string]uint64{
+					"past the end": m.pgid + 5,
+					"its own page": m.freelist,
+					"a page twice": binary.LittleEndian.Uint64(b[fl+pageHeaderSize:]), // a free page
+				}[garbage]
+				ids := []uint64{big, g, g}
+				if !actorFirst {
+					slices.Reverse(ids)
+				}
+				var entries []byte
+				for _, id := range ids {
+					entries = binary.LittleEndian.AppendUint64(entries, id)
+				}
+				writeAt(t, path, entries, fl+pageHeaderSize)
+				for i := range 2 {
+					s, err := Open(path, &Options{ReadOnly: true})
+					if err != nil {
+						t.Fatalf("read-only Open %d: %v", i, err)
+					}
+					if failed := checkPages(t, s, want, "read-only"); !slices.Equal(failed, []string{"big"}) {
+						t.Errorf("read-only Open %d: actors failing: %q, want big alone", i, failed)
+					}
+					if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+						t.Fatal(err)
+					}
+					refusedWritable(t, path, "big")
+				}
+				if n := len(salvageListed(t, path, want, "big").events); n == 0 || n > 150 {
+					t.Errorf("SalvageFile kept %d events of 300, want those before the listed page, which holds event 150", n)
+				}
+			})
+		}
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // salvageLocking, when set (by tests), is called by Salvage before it
@@ -97,7 +98,7 @@ func (s *Store) Salvage(ctx context.Context, name string) (Salvaged, error) {
 		s.overlay = relog
 		s.viewMu.Unlock()
 		s.nextSeq, s.logStart = next, 0
-		s.log.Info("boltstore: actor salvaged and released from quarantine", "path", s.path, "actor", name, "kept", out)
+		s.log.Info("boltstore: actor salvaged and released from quarantine", "path", s.path, "actor", quote.Name(name, "actor name"), "kept", out)
 		return nil
 	})
 	if err != nil {

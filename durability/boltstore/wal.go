@@ -12,6 +12,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 	"github.com/polyweave/polyweave-go/internal/benchhook"
 )
 
@@ -372,7 +373,7 @@ func (s *Store) quarantineFor(err error) bool {
 	if !errors.As(err, &ae) || !errors.As(ae.err, &de) {
 		return false
 	}
-	s.log.Error("boltstore: actor quarantined: its stored state is damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", ae.name, "damage", de)
+	s.log.Error("boltstore: actor quarantined: its stored state is damaged; its reads and writes fail until Salvage, the other actors go on", "path", s.path, "actor", quote.Name(ae.name, "actor name"), "damage", de)
 	s.viewMu.Lock()
 	if s.quarantine[ae.name] == nil {
 		s.quarantine[ae.name] = &quarantined{err: de}

@@ -10,6 +10,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // writeKind says what a write does. Its value is stored in the log.
@@ -378,7 +379,7 @@ func (s *Store) commit(batch []*write) {
 		}
 	default:
 		if err != nil {
-			s.log.Warn("boltstore commit failed", "op", batch[0].recs[0].kind.op(), "name", batch[0].recs[0].name, "err", err)
+			s.log.Warn("boltstore commit failed", "op", batch[0].recs[0].kind.op(), "name", quote.Name(batch[0].recs[0].name, "actor name"), "err", err)
 		}
 		for _, w := range batch {
 			w.done <- err

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // OpSalvage is the operation named in the errors of [Store.Salvage] and
@@ -85,13 +86,13 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 		if err == nil || attempt == salvageAttempts || ctx.Err() != nil || !salvageAgain(err) {
 			break
 		}
-		s.log.Info("pgstore: running Salvage again", "actor", name, "attempt", attempt+1, "err", err)
+		s.log.Info("pgstore: running Salvage again", "actor", quote.Name(name, "actor name"), "attempt", attempt+1, "err", err)
 	}
 	if err != nil {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: fencedOr(err)}
 	}
 	if out.Dropped > 0 {
-		s.log.Warn("pgstore: actor salvaged: records dropped", "schema", s.schema, "actor", name, "kept", out)
+		s.log.Warn("pgstore: actor salvaged: records dropped", "schema", s.schema, "actor", quote.Name(name, "actor name"), "kept", out)
 	}
 	return out, nil
 }

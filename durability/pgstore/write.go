@@ -18,6 +18,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // ErrOutcomeUnknown is [durability.ErrOutcomeUnknown]: the cause (with the
@@ -392,7 +393,7 @@ func (s *Store) commit(c *committer, f *flight, batch []*write) {
 		}
 		err, _ := s.try(ctx, c, []*write{w})
 		if err != nil && !isFenced(err) {
-			s.log.Warn("pgstore commit failed", "name", w.name, "op", w.kind.op(), "err", err)
+			s.log.Warn("pgstore commit failed", "name", quote.Name(w.name, "actor name"), "op", w.kind.op(), "err", err)
 		}
 		if err == nil {
 			err = w.verdict

@@ -73,7 +73,12 @@ type ActorInfo struct {
 // change. A decision's event comes before the restart or stop it leads to,
 // with LastFailure set and, for a restart carried out at once, State and
 // Restarts still those of the failed incarnation (a restart with backoff
-// and an escalation show ActorFailed).
+// and an escalation show ActorFailed). A duplex that stops after failing,
+// before its supervisor decided about the failure (stopped by its parent
+// meanwhile), is reported stopped with that failure as LastFailure: the
+// decision, taken after the stop, is then reported by no ActorEvent, and
+// told to the supervision watchers only if it was no restart (there is
+// nothing left to restart).
 type ActorEvent struct {
 	Time  time.Time
 	Actor ActorInfo
@@ -151,6 +156,9 @@ type watched struct {
 	info  ActorInfo
 	pid   *actor.PID
 	owner *shell // the incarnation that last reported
+	// decided: its supervisor decided about the owner's failure (and
+	// recorded it), which no Resume has ended since (see ended).
+	decided bool
 }
 
 // mailboxOf returns the mailbox of the duplex pid names, if it is one of
@@ -218,11 +226,17 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
+		e.decided = false
 		return true
 	})
 }
 
-// ended records the end of an incarnation: a restart or a stop.
+// ended records the end of an incarnation: a restart or a stop. A stop
+// of an incarnation that failed before its supervisor decided about the
+// failure (a system stop, as a stopping parent sends its children, is
+// taken while the actor waits for the decision) records that failure:
+// the decision, taken after, finds nothing to record it on, nor to
+// restart, and may be told to no one (see decision.RestartChildren).
 func (w *watch) ended(s *shell, restarting bool) {
 	if s.self == nil {
 		return
@@ -236,6 +250,9 @@ func (w *watch) ended(s *shell, restarting bool) {
 			e.info.Restarts++
 		} else {
 			e.info.State = ActorStopped
+			if s.failure != nil && !e.decided {
+				e.info.LastFailure, e.info.LastFailureAt = s.failure, time.Now()
+			}
 		}
 		return true
 	})
@@ -246,7 +263,11 @@ func (w *watch) ended(s *shell, restarting bool) {
 // and it runs.
 func (w *watch) resumed(s *shell) {
 	w.update(s.rt.logger, s.self.Id, nil, func(e *watched) bool {
-		if e.owner != s || e.info.State != ActorFailed {
+		if e.owner != s {
+			return false
+		}
+		e.decided = false // the failure is over: a next one waits for its own decision
+		if e.info.State != ActorFailed {
 			return false
 		}
 		e.info.State = ActorRunning
@@ -261,6 +282,7 @@ func (rt *Runtime) decided(ev supervisor.Event) {
 	rt.logSupervision(ev)
 	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
+		e.decided = true
 		// A restart without backoff and a stop are under way already (the
 		// child reports them); one with backoff and an escalation wait.
 		if ev.Directive == supervisor.Escalate || ev.Directive == supervisor.Restart && ev.Backoff > 0 && !ev.IntensityExceeded {

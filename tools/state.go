@@ -173,7 +173,13 @@ func (a *Assembler) Decide(f *messages.Frame) (Event, []Decision) {
 // answered as invalid arguments, as at the end of the stream), and
 // leaves the stream's other calls pending: their arguments may still
 // come. Without endsAlone, or when it reports false, an END or ERROR
-// ends the stream whatever its tool-call id.
+// ends the stream whatever its tool-call id. An ERROR is judged as an
+// END of its id: an ERROR of the call whose END closed the stream is
+// judged as a second END of that call (see consumerCalls.endsAlone),
+// the end of none of the stream's calls, as the runtime takes it (it
+// drops that second END, and an ERROR opens the stream anew, owing an
+// END): of the calls the model started there since, it ends only the
+// one of that id.
 func (a *Assembler) decide(f *messages.Frame, endsAlone func(stream, call string) bool) (Event, []Decision) {
 	p := &a.Pending
 	out := a.out[:0]

@@ -82,20 +82,27 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	if rf := checkCommand(runtime.GOOS, w.shell, in.Command); rf != nil {
 		return RunCommandResult{Error: rf.Error, Reason: rf.Reason}, nil
 	}
-	if w.sandbox != nil {
-		// From here to its end, the call keeps writes of the paths
-		// hidden from commands out (hiddenWrite).
-		w.commandBegins()
-		defer w.commandEnds()
-	}
-	// The timeout bounds the whole call: setting the command's sandbox
-	// up (or waiting for the one prepared ahead) counts. Close ends the
-	// set-up, and the command's hand-over to its sandbox, too.
+	// The timeout bounds the whole call: waiting for the lock shared with
+	// the workspaces open on the directory, setting the command's sandbox
+	// up (or waiting for the one prepared ahead) count. Close ends them,
+	// and the command's hand-over to its sandbox, too.
 	deadline := time.Now().Add(w.opts.CommandTimeout)
 	setUp, cancelSetUp := context.WithCancelCause(ctx)
 	stopSetUpOnClose := context.AfterFunc(w.closed, func() { cancelSetUp(ErrClosed) })
 	startCtx, cancelStart := context.WithDeadline(setUp, deadline)
-	p, err := w.start(startCtx, in.Command)
+	var lockErr error
+	if w.sandbox != nil {
+		// From here to its end, the call keeps writes of the paths
+		// hidden from commands out (hiddenWrite).
+		if lockErr = w.commandBegins(startCtx); lockErr == nil {
+			defer w.commandEnds()
+		}
+	}
+	var p *process
+	err := lockErr
+	if err == nil {
+		p, err = w.start(startCtx, in.Command)
+	}
 	// Only a sandboxed start waits (for its sandbox): an unsandboxed one
 	// that fails as the deadline passes failed for its own reason.
 	timedOut := err != nil && w.sandbox != nil && errors.Is(startCtx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -118,6 +125,12 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	stopSetUpOnClose()
 	cancelSetUp(nil)
 	switch {
+	case timedOut && lockErr != nil:
+		w.log.Warn("run_command: the lock on the workspace's root shared with the workspaces open on the directory was held exclusive elsewhere for the command's whole timeout",
+			"timeout", w.opts.CommandTimeout)
+		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
+			Error: fmt.Sprintf("%s: %s: it timed out: %s, for the whole of the call's timeout of %s (Options.CommandTimeout), "+
+				"and the command never ran: try again", RunCommandToolName, ReasonStartFailed, hideLockBusy, w.opts.CommandTimeout)}, nil
 	case timedOut:
 		w.logNotReady("the command's sandbox was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
@@ -867,7 +880,7 @@ func (p *process) finish(w *Workspace) (RunCommandResult, stopCause) {
 func (w *Workspace) reapLater(cmd *exec.Cmd, lingers bool) {
 	w.reapers.Add(1)
 	if lingers {
-		w.commandBegins()
+		w.commandLingers()
 	}
 	go func() {
 		defer w.reapers.Done()
@@ -881,17 +894,59 @@ func (w *Workspace) reapLater(cmd *exec.Cmd, lingers bool) {
 	}()
 }
 
-// commandBegins counts a sandboxed command under way, or a sandbox
-// whose processes may still run (see hiddenWrite); commandEnds ends
-// that.
-// The first one of the workspace takes the lock it shares with the
-// other workspaces open on the directory (lockHideShared), the last one
-// releases it.
-func (w *Workspace) commandBegins() {
-	w.hideMu.Lock()
-	if w.commands == 0 {
-		w.lockHideShared()
+// commandBegins counts a sandboxed command under way (see hiddenWrite);
+// commandEnds ends that. The first one of the workspace takes the lock
+// it shares with the other workspaces open on the directory
+// (tryLockHideShared), the last one releases it. While another holds
+// that lock exclusive (a write of a hidden path there, of another
+// workspace or process), the command tries again a little later, up to
+// hideLockRetryMax apart, until ctx ends, whose cause it returns, with
+// nothing counted: w.hideMu is not held meanwhile, and the workspace's
+// own writes of hidden paths are answered, refused by the lock as long
+// as it is held elsewhere.
+func (w *Workspace) commandBegins(ctx context.Context) error {
+	wait := hideLockRetryMin
+	for first := true; ; first = false {
+		w.hideMu.Lock()
+		if w.commands > 0 || w.tryLockHideShared() {
+			w.commands++
+			w.hideMu.Unlock()
+			return nil
+		}
+		w.hideMu.Unlock()
+		if first && w.hookHideLockWait != nil {
+			w.hookHideLockWait()
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return context.Cause(ctx)
+		case <-t.C:
+		}
+		wait = min(2*wait, hideLockRetryMax)
 	}
+}
+
+// hideLockRetryMin and hideLockRetryMax bound the wait between two
+// tries of a command's start for the lock held elsewhere (see
+// commandBegins): a write of a hidden path holds it for milliseconds.
+const (
+	hideLockRetryMin = time.Millisecond
+	hideLockRetryMax = 50 * time.Millisecond
+)
+
+// hideLockBusy says what held a command's start up while the lock on
+// the root it shares with the other workspaces open on the directory
+// was held exclusive (see commandBegins).
+const hideLockBusy = "a workspace open on this directory (of another process, or of this one) was writing a path hidden from commands, " +
+	"or a program of the host held the lock that keeps such writes and the commands apart"
+
+// commandLingers counts a sandbox whose processes may still run as a
+// command under way (see reapLater), while the command that ran in it
+// is counted still: the lock commandBegins took is held already.
+func (w *Workspace) commandLingers() {
+	w.hideMu.Lock()
 	w.commands++
 	w.hideMu.Unlock()
 }

@@ -45,7 +45,9 @@
 // holds a shared flock(2) on the workspace's root from before it starts
 // until every process of its sandbox is gone, and a write of a hidden
 // path takes it exclusive, without waiting, for as long as it writes;
-// a command starting meanwhile waits for the write. Workspaces open on
+// a command starting meanwhile waits for the write, within its timeout
+// (Options.CommandTimeout), which answers it, never run, when the lock
+// stays held elsewhere (a program of the host). Workspaces open on
 // a folder and on a folder within it share no such lock, and a file
 // system without flock leaves each workspace to its own commands.
 //

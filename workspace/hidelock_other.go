@@ -2,12 +2,12 @@
 
 package workspace
 
-// lockHideShared locks nothing here: only Linux hides paths from
+// tryLockHideShared locks nothing here: only Linux hides paths from
 // commands (see the Linux version).
-func (w *Workspace) lockHideShared() {}
+func (w *Workspace) tryLockHideShared() bool { return true }
 
-// lockHideExclusive locks nothing here (see lockHideShared).
+// lockHideExclusive locks nothing here (see tryLockHideShared).
 func (w *Workspace) lockHideExclusive() *refusal { return nil }
 
-// unlockHide unlocks nothing here (see lockHideShared).
+// unlockHide unlocks nothing here (see tryLockHideShared).
 func (w *Workspace) unlockHide() {}

@@ -218,7 +218,8 @@ type RunCommandResult struct {
 	Reason Reason `json:"-"`
 
 	// notReady: the command never ran because its sandbox was not set
-	// up within the timeout, or it or its sandbox could not be started
+	// up within the timeout (or the lock it shares with the workspaces
+	// open on the directory not taken, see commandBegins), or it or its sandbox could not be started
 	// for want of a resource (sandbox.ErrResources, resourceError): it
 	// may be tried again, the tool is not broken (see failedResult).
 	notReady bool

@@ -107,7 +107,7 @@ func journalOf(t *testing.T, ws *Workspace, first string) *Journal {
 // restored nothing: a.txt, the later write, is as it was.
 func undoRefusedWhileRunning(t *testing.T, fx *fixture, j *Journal, hidden string) {
 	t.Helper()
-	fx.ws.commandBegins()
+	mustDo(t, fx.ws.commandBegins(t.Context()))
 	restored, err := j.Undo(t.Context(), "s", "")
 	fx.ws.commandEnds()
 	var re *refusedError

@@ -386,7 +386,7 @@ type Workspace struct {
 	// it writes, and is refused while commands is not zero (hiddenWrite).
 	// hideLock, the root opened again, carries the workspace's share of
 	// that rule with the other workspaces open on the directory, of the
-	// process or others (lockHideShared): held shared while commands is
+	// process or others (tryLockHideShared): held shared while commands is
 	// not zero, exclusive while a hidden path is written; nil until first
 	// needed.
 	hideMu   sync.Mutex
@@ -448,6 +448,11 @@ type Workspace struct {
 	// path hidden from commands that is to wait for another (of any
 	// workspace of the process) to be done with hiddenTempName.
 	hookHiddenTempWait func()
+	// hookHideLockWait, when set by tests, is called by a command's
+	// start that finds the lock on the root it shares with the other
+	// workspaces open on the directory held exclusive elsewhere, before
+	// it waits for it (see commandBegins); w.hideMu is not held.
+	hookHideLockWait func()
 	// hookReap, when set by tests, runs before the helper of an ended
 	// sandboxed command is reaped, in the goroutine that reaps it.
 	hookReap func()

@@ -190,7 +190,7 @@ func TestWriteFile_ThroughALinkedFolderIntoAHiddenPath(t *testing.T) {
 	mustDo(t, os.Symlink("sec", in("pub")))
 	ctx := context.Background()
 
-	fx.ws.commandBegins() // as while a command runs
+	mustDo(t, fx.ws.commandBegins(ctx)) // as while a command runs
 	res, err := fx.ws.WriteFile(ctx, WriteFileInput{Path: "pub/key.txt", Content: "known"})
 	fx.ws.commandEnds()
 	mustDo(t, err)

@@ -140,6 +140,22 @@ func (r closedCall) holds(call string) bool {
 	return call != "" && (call == string(r.call) || slices.Contains(r.others, call))
 }
 
+// keptRest is sharedRest or servedRest, as r is a shared or a served
+// record: records kept past their stream's new calls until the caller's
+// END, whose rest is told by id alone. kept is false for any other
+// record.
+func (r closedCall) keptRest(f *messages.Frame) (rest, ends, kept bool) {
+	switch {
+	case r.shared:
+		rest, ends = r.sharedRest(f)
+	case r.served:
+		rest, ends = r.servedRest(f)
+	default:
+		return false, false, false
+	}
+	return rest, ends, true
+}
+
 // servedRest reports, of f, a frame on the stream of r, a served record
 // (see closedCall.served), whether it is the rest of r's calls, to be
 // dropped: one that carries the id of one of them, but a TOOL_CALL (that
@@ -255,27 +271,16 @@ func (c *closedCalls) drop(f *messages.Frame, open *openStreams) bool {
 			c.addRecord(id, rec)
 		}
 	}
-	if rec.shared {
-		rest, ends := rec.sharedRest(f)
+	if rest, ends, kept := rec.keptRest(f); kept {
 		if ends {
 			c.remove(id)
 		}
 		if f.GetType() == messages.FrameType_END {
 			return !open.has(id) // as any record's END: see below
 		}
-		// What carries the answered call's id is its rest, the stream
+		// What carries an answered call's id is its rest, the stream
 		// open or not: a call of this incarnation's that opened it
 		// since has another id.
-		return rest
-	}
-	if rec.served {
-		rest, ends := rec.servedRest(f)
-		if ends {
-			c.remove(id)
-		}
-		if f.GetType() == messages.FrameType_END {
-			return !open.has(id) // as any record's END: see below
-		}
 		return rest
 	}
 	switch t := f.GetType(); t {

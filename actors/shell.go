@@ -752,17 +752,9 @@ func (s *shell) dropAnswered(f *messages.Frame) bool {
 			s.answered.addRecord(id, rec)
 		}
 	}
-	if rec.shared {
-		// Its rest is what carries its id; the caller's END, of the
-		// stream's other calls too, is delivered.
-		rest, ends := rec.sharedRest(f)
-		if ends {
-			s.endAnswered(id)
-		}
-		return rest
-	}
-	if rec.served {
-		rest, ends := rec.servedRest(f)
+	if rest, ends, kept := rec.keptRest(f); kept {
+		// Its rest is what carries its calls' ids; the caller's END,
+		// of the stream's other calls too, is delivered.
 		if ends {
 			s.endAnswered(id)
 		}

@@ -58,9 +58,6 @@ func (*inlineCtx) Inner() actors.Ref           { return actors.Ref{} }
 // collector as much as one session does. The context is not allocated
 // with the frame (see TestCallInline_KeptContextKeepsNoResult).
 func TestCallInline_Allocations(t *testing.T) {
-	if raceDetector {
-		t.Skip("the race detector instruments allocations")
-	}
 	type in struct {
 		N int `json:"n"`
 	}
@@ -78,7 +75,7 @@ func TestCallInline_Allocations(t *testing.T) {
 		result.GetStreamId() != "s" || result.GetName() != "noop" || result.GetType() != messages.FrameType_TOOL_RESULT {
 		t.Fatalf("result %s", messages.Format(result))
 	}
-	if n > 3 {
+	if n > 3 && !raceDetector { // it instruments allocations; the result is checked still
 		t.Errorf("an inline call allocates %v times, want 3 (its context, its result frame, the result's bytes)", n)
 	}
 }

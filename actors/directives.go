@@ -65,7 +65,7 @@ type decision struct {
 // observe takes the decision: recorded and logged at once, told to the
 // runtime's observers at once but for a restart (see RestartChildren).
 func (d *decision) observe(ev supervisor.Event) {
-	d.rt.decided(ev)
+	d.rt.decided(ev, d.child)
 	if ev.Directive == supervisor.Restart {
 		d.restart = &ev
 		return
@@ -74,10 +74,14 @@ func (d *decision) observe(ev supervisor.Event) {
 }
 
 // EscalateFailure implements actor.Supervisor: the supervising actor
-// fails with the child's failure, and notes the child and which of its
-// failures this is, suspended until the decision about the actor comes
-// (see shell.resumed, host.resumed).
+// fails with the child's failure (its own, to the runtime's observers:
+// see watch.escalating), and notes the child and which of its failures
+// this is, suspended until the decision about the actor comes (see
+// shell.resumed, host.resumed).
 func (d *decision) EscalateFailure(reason, message any) {
+	if self := d.Self(); self != nil {
+		d.rt.watch.escalating(self, supervisor.ReasonError(reason))
+	}
 	if k := keeperOf(d.Supervisor); k != nil {
 		if proc, ok := d.procs[d.child]; ok {
 			c := escalatedChild{pid: d.child, proc: proc, mb: d.mbs[d.child]}

@@ -177,14 +177,19 @@ type watched struct {
 	pid   *actor.PID
 	owner *shell // the incarnation that last reported
 	// base is the count of the duplex's failures when the owner began;
-	// decisions counts the decisions taken about its failures.
-	base, decisions uint64
+	// decisions counts the decisions taken about its failures; resumed
+	// is the count of its failures when the owner was last resumed.
+	base, decisions, resumed uint64
 	// ended: the owner's incarnation has ended for a restart, and the
 	// next one has not begun.
 	ended bool
 	// escalated is the failure the owner escalated (a child's: see
 	// decision.EscalateFailure), its own failure until a Resume.
 	escalated error
+	// stopWon: a restart was sent to the owner while it failed and a
+	// stop waited in its queue: the stop wins over it (see
+	// decision.stopWins), and the owner does not restart.
+	stopWon bool
 }
 
 // failuresOf returns the count of the failures of s's duplex so far.
@@ -263,8 +268,8 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
-		e.base = failuresOf(s)
-		e.ended, e.escalated = false, nil
+		e.base, e.resumed = failuresOf(s), 0
+		e.ended, e.escalated, e.stopWon = false, nil, false
 		return true
 	})
 }
@@ -309,7 +314,7 @@ func (w *watch) resumed(s *shell) {
 		if e.owner != s {
 			return false
 		}
-		e.escalated = nil // a next failure is a new one
+		e.resumed, e.escalated = failuresOf(s), nil // a next failure is a new one
 		if e.info.State != ActorFailed {
 			return false
 		}
@@ -334,6 +339,42 @@ func (w *watch) escalating(pid *actor.PID, err error) {
 	if e, ok := w.entry(pid); ok {
 		e.escalated = err
 	}
+}
+
+// failing reports whether the running incarnation of the duplex pid has
+// failed and no Resume of it has been taken since: it waits for its
+// supervisor (a decision about it may have been taken, a restart waiting
+// for its backoff). Its mailbox may not have taken the suspension yet: it
+// takes it before any directive sent now.
+func (w *watch) failing(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entry(pid)
+	if !ok || e.ended {
+		return false
+	}
+	n := failuresOf(e.owner)
+	return n > e.base && n > e.resumed
+}
+
+// stopWins records that the stop waiting in the queue of the duplex pid
+// wins over a restart sent to it (see decision.stopWins).
+func (w *watch) stopWins(pid *actor.PID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok {
+		e.stopWon = true
+	}
+}
+
+// stopWon reports whether a restart sent to the duplex pid before was
+// one its waiting stop wins over (see stopWins): it ends at that stop,
+// and restarts no more.
+func (w *watch) stopWon(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entry(pid)
+	return ok && e.stopWon
 }
 
 // decided records a supervision decision about child as it is taken, and

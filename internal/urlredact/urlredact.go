@@ -36,8 +36,7 @@ const Mark = "xxxxx"
 func URL(u *url.URL) string {
 	r := *u
 	if r.User != nil {
-		_, password := r.User.Password()
-		r.User = user(password)
+		r.User = User(r.User)
 	}
 	r.RawQuery = Params(r.RawQuery)
 	if r.Fragment != "" {
@@ -106,8 +105,13 @@ func cutRest(rest string) string {
 	return authority + tail
 }
 
-// user returns the user info that stands for one: [Mark] for the user
-// name, and for the password when it has one.
+// User returns the user info that stands for u: [Mark] for the user
+// name, and for the password when u has one.
+func User(u *url.Userinfo) *url.Userinfo {
+	_, password := u.Password()
+	return user(password)
+}
+
 func user(password bool) *url.Userinfo {
 	if password {
 		return url.UserPassword(Mark, Mark)

@@ -31,6 +31,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/internal/origin"
+	"github.com/polyweave/polyweave-go/internal/urlredact"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/resilience"
@@ -65,7 +66,8 @@ type Config struct {
 	// which may be a token (https://TOKEN@host/): whole when it has 8
 	// bytes or more, and only where it is quoted as a credential when
 	// shorter (a short user name is no token). The user info of every
-	// URL an error names is cut out, whatever it holds (cutUserInfo).
+	// URL an error names is cut out, whatever it holds, and so are the
+	// values of its query and fragment (internal/urlredact).
 	BaseURL string
 }
 
@@ -339,9 +341,12 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // headers its GetProxyConnectHeader returns (which it sends a proxy in
 // the CONNECT of an https request, where no trace hears them) are cut
 // out of the text of send's errors and of the retry events' (some
-// servers and proxies quote the credentials they refuse), and the query
-// string and the user info (whatever it holds) out of the URLs they name. Credentials a transport sends other
-// than through an *http.Transport, with the request's context, are not
+// servers and proxies quote the credentials they refuse); so are the
+// query strings of the request's URLs, and the user info (whatever it
+// holds) and the values of the query and fragment of every URL they
+// name, one the server wrote too (a redirect's Location), by the rule
+// of internal/urlredact. Credentials a transport sends other than
+// through an *http.Transport, with the request's context, are not
 // seen; nor are the headers of a GetProxyConnectHeader that returns
 // other credentials each time it is called (see [Credentials]). The
 // error Answer returns does not unwrap to send's, whose errors may hold
@@ -378,9 +383,10 @@ func Redact(ctx context.Context, text string) string {
 }
 
 // redact returns text with the credentials of e and sent cut out, the
-// query strings of the URLs sent, and the user info of every URL.
+// query strings of the URLs sent, and the user info and the values of
+// the query and fragment of every URL (urlredact.Text: a URL may be one
+// the server wrote, a redirect's Location http.Client names).
 func (e *Endpoint) redact(text string, sent *credentials) string {
-	text = cutUserInfo(text)
 	sent.mu.Lock()
 	queries := slices.Clone(sent.queries)
 	secrets := append(slices.Clone(e.fixed.secrets), sent.secrets...)
@@ -389,6 +395,7 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 	for _, q := range queries {
 		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
 	}
+	text = urlredact.Text(text)
 	for _, name := range names {
 		if len(name) >= minSecret {
 			text = redact(text, name)
@@ -702,53 +709,6 @@ func configCredentials(c Config) *credentials {
 		all.userinfo(u.User)
 	}
 	return all
-}
-
-// cutUserInfo returns text with the user info of each URL it names
-// ("scheme://user:password@host/...") replaced by "[redacted]", the host
-// and what follows it kept. The user info is cut out whatever it holds:
-// a user name too short to be cut out wherever it stands ("me"), one
-// escaped as url.URL.String writes it (a token with a '/': "tok%2Fen"),
-// where the name noted is unescaped, a password as an SDK's error quotes
-// the request's URL (whole), and the user info of a URL the error names
-// that is not the request's (where a server redirected the client). The
-// URL's authority runs to the first '/', '?' or '#', space, quote or
-// backslash (as a URL is quoted in an error's text), and its user info
-// to the last '@' in it, as url.Parse reads it.
-func cutUserInfo(text string) string {
-	var b strings.Builder
-	done := 0 // text[:done] is in b
-	for i := 0; ; {
-		j := strings.Index(text[i:], "://")
-		if j < 0 {
-			break
-		}
-		start := i + j + len("://")
-		end := strings.IndexFunc(text[start:], endsAuthority)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += start
-		}
-		i = end
-		at := strings.LastIndexByte(text[start:end], '@')
-		if at < 0 {
-			continue
-		}
-		b.WriteString(text[done:start])
-		b.WriteString(redacted)
-		done = start + at // from the '@'
-	}
-	if done == 0 {
-		return text
-	}
-	return b.String() + text[done:]
-}
-
-// endsAuthority reports whether r ends the authority of a URL in an
-// error's text.
-func endsAuthority(r rune) bool {
-	return strings.ContainsRune("/?#\"'`<>", r) || unicode.IsSpace(r) || !unicode.IsPrint(r)
 }
 
 // redact returns text with secret, of at least minSecret bytes, cut out:

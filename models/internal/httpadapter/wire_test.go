@@ -411,3 +411,52 @@ func TestAnswer_CutsTheUserInfoOutOfEveryURL(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswer_CutsTheQueryAndFragmentValuesOfARedirectsLocation: a
+// request the server redirects on its own origin with 307 is followed,
+// and when the request to the redirect's Location fails (the server
+// hangs up), http.Client's error quotes that Location as the server
+// wrote it: a token in its query, which the request did not send and
+// no credential rule knows by name, and one in its fragment. The error
+// keeps the path and the parameters' names, and cuts their values.
+func TestAnswer_CutsTheQueryAndFragmentValuesOfARedirectsLocation(t *testing.T) {
+	const queryToken, fragmentToken = "location-token-0123456789", "fragment-token-0123456789"
+	before := goleak.IgnoreCurrent()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" {
+			http.Redirect(w, r, "/moved?sig="+queryToken+"#access_token="+fragmentToken, http.StatusTemporaryRedirect)
+			return
+		}
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close() // http.Client's error names the URL
+		}
+	}))
+	client := srv.Client()
+	defer func() {
+		client.CloseIdleConnections()
+		srv.Close()
+		leakcheck.VerifyNone(t, before)
+	}()
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: client, BaseURL: srv.URL + "/v1"})
+	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
+		func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/v1", nil)
+			if err != nil {
+				return nil, err
+			}
+			_, err = httpadapter.Credentials(req, e.HTTPClient().Do)
+			return nil, err
+		})
+	_, err := answer(context.Background(), &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, s := range []string{queryToken, fragmentToken} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error %q shows %q of the redirect's Location", err, s)
+		}
+	}
+	if want := srv.URL + "/moved?sig=xxxxx#access_token=xxxxx"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q; want it to name the request that failed, %q", err, want)
+	}
+}

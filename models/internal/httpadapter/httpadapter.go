@@ -179,8 +179,14 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 		return res, err
 	}
 	_ = res.Body.Close()
-	return nil, models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+	err = models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
 		r.Method, res.StatusCode, http.StatusText(res.StatusCode)))
+	// The SDKs retry a request that failed without a response, whatever
+	// the error: the answer ends here, which stops them.
+	if b, ok := r.Context().Value(boundsKey{}).(*streaming.Bounds); ok {
+		b.End(err)
+	}
+	return nil, err
 }
 
 // leavesOrigin reports whether res, the answer to r, is a redirect
@@ -241,11 +247,19 @@ func (e *Endpoint) Close() {
 // Bound returns the bounds of one answer (streaming.Bound with the
 // endpoint's timeouts) and the context to make its request with. Sent
 // through an SDK client with [BetweenRetries] as middleware, the request's
-// idle clock stands during the SDK's waits before a retry.
+// idle clock stands during the SDK's waits before a retry. A request
+// made with it that the endpoint's client refuses to follow to another
+// origin (see sameOriginRedirects) ends the answer, with that refusal as
+// its cause (Bounds.Fail gives it): the SDKs retry any request that
+// failed without a response, and would send the prompt again for
+// nothing.
 func (e *Endpoint) Bound(ctx context.Context) (*streaming.Bounds, context.Context) {
 	b, ctx := streaming.Bound(ctx, e.timeout, e.idle)
+	ctx = context.WithValue(ctx, boundsKey{}, b)
 	return b, context.WithValue(ctx, retryWaitKey{}, &retryWait{})
 }
+
+type boundsKey struct{}
 
 // BetweenRetries is the SDK middleware (called for each attempt of a
 // request) that stops the idle clock of a request made with

@@ -213,7 +213,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 			// The server's words, which may quote the key: a copy with
 			// the credentials cut out is what a caller reaches.
 			redact := func(s string) string { return httpadapter.Redact(ctx, s) }
-			return nil, httpadapter.Scrubbed(&ServerError{Raw: json.RawMessage(redact(string(se.Raw))), Message: redact(se.Message)})
+			return nil, httpadapter.Scrubbed(&ServerError{Raw: httpadapter.RedactJSON(ctx, se.Raw), Message: redact(se.Message)})
 		}
 		if err != nil {
 			return nil, err

@@ -7,6 +7,7 @@
 package httpadapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -394,6 +395,94 @@ func Redact(ctx context.Context, text string) string {
 		return redact(text)
 	}
 	return text
+}
+
+// RedactJSON returns raw, a JSON value of an error of the request of
+// ctx (an error object a server sent), with what [Redact] cuts out cut
+// out of each of its strings (keys and values, as they read decoded: a
+// server may escape a credential's characters, "\/" for '/') and of
+// each of its numbers (one that held a credential becomes the string its
+// text is cut to), its structure kept: valid JSON, compact, in the
+// order it came. When raw is not valid JSON, or a credential stands
+// across its strings (where no one string holds it), it is the JSON
+// string of raw's text cut as Redact cuts it.
+func RedactJSON(ctx context.Context, raw []byte) json.RawMessage {
+	redact := func(s string) string { return Redact(ctx, s) }
+	out, err := redactJSON(raw, redact)
+	if err == nil && redact(string(out)) == string(out) {
+		return out
+	}
+	text, _ := json.Marshal(redact(string(raw))) // a string always encodes
+	return text
+}
+
+// redactJSON returns the JSON value raw with redact applied to each of
+// its strings and numbers, as RedactJSON says.
+func redactJSON(raw []byte, redact func(string) string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	writeString := func(s string) {
+		_ = enc.Encode(s)           // a string always encodes
+		out.Truncate(out.Len() - 1) // Encode's newline
+	}
+	type open struct {
+		object bool
+		n      int // the keys and values written in it
+	}
+	var stack []open
+	values := 0 // at the top
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out.WriteByte(byte(d))
+			continue
+		}
+		if len(stack) == 0 {
+			if values++; values > 1 {
+				return nil, errors.New("more than one JSON value")
+			}
+		} else {
+			top := &stack[len(stack)-1]
+			switch {
+			case top.object && top.n%2 == 1:
+				out.WriteByte(':')
+			case top.n > 0:
+				out.WriteByte(',')
+			}
+			top.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			out.WriteByte(byte(v))
+			stack = append(stack, open{object: v == '{'})
+		case string:
+			writeString(redact(v))
+		case json.Number:
+			if r := redact(v.String()); r != v.String() {
+				writeString(r)
+			} else {
+				out.WriteString(r)
+			}
+		case bool:
+			out.WriteString(strconv.FormatBool(v))
+		case nil:
+			out.WriteString("null")
+		}
+	}
+	if values == 0 || !json.Valid(out.Bytes()) {
+		return nil, errors.New("not a JSON value")
+	}
+	return out.Bytes(), nil
 }
 
 // redact returns text with the credentials of e and sent cut out, the

@@ -9,11 +9,13 @@
 // went, and a URL so cut still parses as one.
 //
 // In a text (an error's), a URL is what follows a "://" (whatever
-// stands before it, a scheme or nothing): it runs to the first space,
+// stands before it, a scheme or nothing). Opened by a double quote
+// before its scheme, as Go's %q and JSON quote it, it runs to the quote
+// that closes it, past the characters a backslash escapes (a quote of
+// the URL) and past spaces, which these leave as they are; otherwise (or
+// when no quote closes it on its line), it runs to the first space,
 // character that does not print, quote (" ' or `), angle bracket (< or
-// >) or backslash, as a URL is quoted in an error's text (with %q, a
-// quote or space of the URL is escaped, and a quote within a quote
-// follows a backslash). Its authority runs to the first '/', '?' or '#',
+// >) or backslash (a quote within a quote follows one). Its authority runs to the first '/', '?' or '#',
 // and its user info to the last '@' of the authority, as url.Parse reads
 // it; its query runs from the first '?' past the authority to the first
 // '#', and its fragment from that '#' to the end. The URL is cut as
@@ -22,6 +24,7 @@ package urlredact
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -39,15 +42,18 @@ func URL(u *url.URL) string {
 		r.User = User(r.User)
 	}
 	r.RawQuery = Params(r.RawQuery)
-	if r.Fragment != "" {
-		// The fragment as written (EscapedFragment), its values cut;
-		// SetFragment would escape the '=' and '&' of the names.
-		f := Params(r.EscapedFragment())
-		if unescaped, err := url.PathUnescape(f); err == nil {
-			r.Fragment, r.RawFragment = unescaped, f
-		}
+	fragment := ""
+	if r.Fragment != "" || r.RawFragment != "" {
+		fragment = "#" + Params(r.EscapedFragment()) // as String writes it
 	}
-	return Text(r.String())
+	r.Fragment, r.RawFragment = "", ""
+	// Quoted, as an error quotes it: the URL runs to its end whatever it
+	// holds, and what Text cuts (to an '@', '&' or '#') ends no escape.
+	q := Text(strconv.Quote(r.String() + fragment))
+	if s, err := strconv.Unquote(q); err == nil {
+		return s
+	}
+	return q
 }
 
 // Text returns text with the credentials of every URL it names cut out,
@@ -61,12 +67,7 @@ func Text(text string) string {
 			break
 		}
 		start := i + j + len("://")
-		end := strings.IndexFunc(text[start:], endsURL)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += start
-		}
+		end := urlEnd(text, i+j, start)
 		i = end
 		rest := text[start:end]
 		if cut := cutRest(rest); cut != rest {
@@ -140,6 +141,32 @@ func Params(q string) string {
 		}
 	}
 	return strings.Join(params, "&")
+}
+
+// urlEnd returns where the URL whose "://" is at text[sep:] and whose
+// authority begins at start ends.
+func urlEnd(text string, sep, start int) int {
+	scheme := strings.LastIndexFunc(text[:sep], func(r rune) bool { return !isSchemeRune(r) }) + 1
+	if quoted := scheme > 0 && text[scheme-1] == '"' && (scheme < 2 || text[scheme-2] != '\\'); quoted {
+		for k := start; k < len(text); k++ {
+			switch c := text[k]; {
+			case c == '\\':
+				k++ // what it escapes
+			case c == '"':
+				return k
+			case c < ' ' || c == 0x7f:
+				k = len(text) // not as %q writes it
+			}
+		}
+	}
+	if end := strings.IndexFunc(text[start:], endsURL); end >= 0 {
+		return start + end
+	}
+	return len(text)
+}
+
+func isSchemeRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'
 }
 
 // endsURL reports whether r ends a URL in an error's text.

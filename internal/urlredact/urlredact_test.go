@@ -2,6 +2,7 @@ package urlredact_test
 
 import (
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,6 +47,12 @@ func TestText(t *testing.T) {
 		{`http://h\me@x/`, `http://h\me@x/`},
 		{`http://h/me@x/`, `http://h/me@x/`},
 		{`http://h?me@x/`, `http://h?xxxxx`},
+		// quoted, as %q and JSON quote it: to the closing quote
+		{`Post "http://h/p?a b=c d&q=\"x\"#e f": EOF`, `Post "http://h/p?a b=xxxxx&q=xxxxx#xxxxx": EOF`},
+		{`{"url":"http://me@h/p?a=x y","k":"v"}`, `{"url":"http://xxxxx@h/p?a=xxxxx","k":"v"}`},
+		{`"Post \"http://h/p?a=1 2\": EOF"`, `"Post \"http://h/p?a=xxxxx 2\": EOF"`},
+		{"\"http://h/p?a=1 2\nb=3\"", "\"http://h/p?a=xxxxx 2\nb=3\""},
+		{`"http://h/p?a=1 2`, `"http://h/p?a=xxxxx 2`},
 		// a URL in a path, and many URLs
 		{`https://archive.example/web/https://me:pw@h/p?k=v`, `https://archive.example/web/https://xxxxx:xxxxx@h/p?k=xxxxx`},
 		{`http://a@h1/ http://h2/ http://b@h3/?x=1`, `http://xxxxx@h1/ http://h2/ http://xxxxx@h3/?x=xxxxx`},
@@ -77,6 +84,7 @@ func TestURL(t *testing.T) {
 		{"http://h/p#a%20b", "http://h/p#xxxxx"},
 		{"http://h/a%20b?k=v", "http://h/a%20b?k=xxxxx"},
 		{"https://archive.example/web/https://me:pw@h/p", "https://archive.example/web/https://xxxxx:xxxxx@h/p"},
+		{"http://h/p?a b=c d#e f=g h", "http://h/p?a b=xxxxx#e%20f=xxxxx"},
 		{"http://h/p", "http://h/p"},
 	} {
 		u, err := url.Parse(c.url)
@@ -87,8 +95,8 @@ func TestURL(t *testing.T) {
 		if got != c.want {
 			t.Errorf("URL(%s) = %q; want %q", c.url, got, c.want)
 		}
-		if text := urlredact.Text(u.String()); text != got {
-			t.Errorf("URL(%s) = %q; Text of it = %q", c.url, got, text)
+		if text, want := urlredact.Text(strconv.Quote(u.String())), strconv.Quote(got); text != want { // as an error quotes it
+			t.Errorf("URL(%s) = %q; Text of it quoted = %s", c.url, got, text)
 		}
 		back, err := url.Parse(got)
 		if err != nil {

@@ -11,11 +11,12 @@ import (
 
 // TestText: the user info, query values and fragment values of each URL
 // in a text are cut out, whoever wrote the URL, the place (scheme, host,
-// port, path, the parameters' names) kept; a URL runs to the first
-// space, unprintable character, quote, angle bracket or backslash, its
-// authority to the first '/', '?' or '#', its user info to the last '@'
-// in the authority. A URL with nothing to cut, and the words around it,
-// are left as they are.
+// port, path, the parameters' names) kept; a URL opened by a double
+// quote runs to the quote that closes it (as %q and JSON write it),
+// another to the first space, unprintable character, quote, angle
+// bracket or backslash; its authority runs to the first '/', '?' or '#',
+// its user info to the last '@' in the authority. A URL with nothing to
+// cut, and the words around it, are left as they are.
 func TestText(t *testing.T) {
 	for _, c := range []struct{ text, want string }{
 		// user info, whatever it holds

@@ -86,6 +86,9 @@ func Text(text string) string {
 // cutRest cuts the credentials out of rest, what follows the "://" of a
 // URL.
 func cutRest(rest string) string {
+	if !strings.ContainsAny(rest, "@?#") && !strings.Contains(rest, "://") {
+		return rest // nothing to cut
+	}
 	authority, tail := rest, ""
 	if i := strings.IndexAny(rest, "/?#"); i >= 0 {
 		authority, tail = rest[:i], rest[i:]

@@ -131,17 +131,23 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // here makes where it leads readable to commands. Setting a sandbox up
 // fails ([ErrConfig], naming the directory) when one is not absolute,
 // is writable by its group or others, is owned by a user other than
-// root or the host's own, or is in the workspace; or when a directory
-// on the way to it from "/" (through the links on the way too) is
-// owned by such a user, or is writable by its group or others and not
-// sticky, or is sticky (as /tmp) and what is reached in it is owned by
-// such a user; or when it is missing from a directory that its group or
+// root (the host's own user too, when that is not root: commands write
+// as that user, and a directory of the user's may be the workspace of
+// another program's sandboxes), or is in the workspace; or when a
+// directory on the way to it from "/" (through the links on the way
+// too) is owned by such a user, or is writable by its group or others
+// and not sticky, or is sticky (as /tmp) and what is reached in it is
+// owned by such a user; or when it is missing from a directory that its group or
 // others may write; or when the host cannot search it or a directory on
 // the way to it (EACCES: the sandbox's helper may see what the check
 // could not). One missing otherwise is left out. Owned by
 // "nobody", the overflow uid (65534), counts as owned by root only in a
 // user namespace that does not map it: there it stands for the users
-// outside, root among them, and the check cannot tell them apart.
+// outside, root among them, and the check cannot tell them apart. A
+// host that runs as root has root's workspaces owned by root too: the
+// check refuses its own workspace, but cannot tell another program's
+// from the system's directories, and such a host keeps EtcLinkDirs out
+// of every workspace itself.
 //
 // A program may change it before it sets any sandbox up (before
 // workspace.New), never after: the host reads it, without locking, as

@@ -487,8 +487,9 @@ func checkNotRoot(root *os.File) error {
 // does not trust could plant a link, whose target the sandbox would
 // then let commands read, or could do so between this check and the
 // helper's reading of it: one that is not absolute; one that its group
-// or others may write, or that a user other than a trusted one (see
-// trustedOwner) owns; one reached, on the way from "/" and through the
+// or others may write, or that a user other than a trusted one (root:
+// see trustedOwner) owns, this process's own included (commands of any
+// workspace of that user write as it); one reached, on the way from "/" and through the
 // links on it, through a directory that a user not trusted owns, or
 // that its group or others may write, unless it is sticky and what is
 // reached in it belongs to a trusted user (as in /tmp: no one else may
@@ -581,7 +582,7 @@ func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
 	case os.SameFile(fi, ws):
 		return fmt.Sprintf("in the workspace (%s), where commands write", dir), nil
 	case !trustedOwner(fi):
-		return fmt.Sprintf("owned by uid %d, neither root nor this process's user", ownerOf(fi)), nil
+		return "owned by " + untrustedOwner(fi), nil
 	case fi.Mode().Perm()&0o022 != 0:
 		return fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()), nil
 	}
@@ -598,7 +599,7 @@ func onTheWay(dir string, fi, ws os.FileInfo) string {
 	case os.SameFile(fi, ws):
 		return fmt.Sprintf("in the workspace (%s), where commands write", dir)
 	case !trustedOwner(fi):
-		return fmt.Sprintf("reached through %s, owned by uid %d, neither root nor this process's user", dir, ownerOf(fi))
+		return fmt.Sprintf("reached through %s, owned by %s", dir, untrustedOwner(fi))
 	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
 		return fmt.Sprintf("reached through %s, which its group or others may write (mode %#o)", dir, fi.Mode().Perm())
 	}
@@ -613,17 +614,32 @@ func ownerOf(fi os.FileInfo) uint32 {
 	return 0
 }
 
-// trustedOwner reports whether the file of fi belongs to root or to this
-// process's user, or shows the overflow uid because its owner has no
-// uid in this process's user namespace (run as root in one, the host's
-// root owns the system's directories, which then show it). The overflow
-// uid counts only when it is not mapped: outside a user namespace, or in
-// one that maps it, it is a user of its own (nobody, which daemons run
-// as). Unmapped, it stands for any user outside the namespace, root or
-// not: the check cannot tell them apart.
+// trustedOwner reports whether the file of fi belongs to root, or shows
+// the overflow uid because its owner has no uid in this process's user
+// namespace (run as root in one, the host's root owns the system's
+// directories, which then show it). This process's own user is not
+// trusted, unless it is root: sandboxed commands write as that user, in
+// their workspace, and any directory of the user's may be a workspace
+// of another program's, or of this one's at another time (each sandbox
+// refuses only its own). The overflow uid counts only when it is not
+// mapped: outside a user namespace, or in one that maps it, it is a
+// user of its own (nobody, which daemons run as). Unmapped, it stands
+// for any user outside the namespace, root or not: the check cannot
+// tell them apart.
 func trustedOwner(fi os.FileInfo) bool {
 	uid := ownerOf(fi)
-	return uid == 0 || int(uid) == os.Geteuid() || uid == overflowUID() && !overflowMapped()
+	return uid == 0 || uid == overflowUID() && !overflowMapped()
+}
+
+// untrustedOwner says who owns the file of fi, which trustedOwner
+// refused, and why that user is not trusted.
+func untrustedOwner(fi os.FileInfo) string {
+	uid := ownerOf(fi)
+	if int(uid) == os.Geteuid() {
+		return fmt.Sprintf("uid %d, this process's user but not root: commands write as this user, in its "+
+			"workspaces, and any of its directories may be another workspace's", uid)
+	}
+	return fmt.Sprintf("uid %d, not root", uid)
 }
 
 // overflowUID is the uid that files show in a user namespace when their

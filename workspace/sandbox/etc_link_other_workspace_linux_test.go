@@ -1,0 +1,152 @@
+package sandbox
+
+import (
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// otherWorkspaceEnv, in a copy of this test run as another user, holds
+// the workspace, the other workspace and the secret directory, a
+// newline apart.
+const otherWorkspaceEnv = "PW_OTHER_WORKSPACE_ETC"
+
+// A directory of EtcLinkDirs in another workspace of the host's user
+// is refused, as one in the workspace is: commands of that workspace
+// (another program's, or this one's at another time) write there as
+// that user, and a link one of them plants makes where it leads
+// readable to every other workspace's commands. The host's user owns
+// its workspaces, so only root's directories are trusted, on the way
+// and as the directory itself. Run as root, the sandboxes run in a
+// copy of this test as nobody, the owner of both workspaces.
+func TestCheckEtcLinkDirs_OtherWorkspaceOfTheUserRefused(t *testing.T) {
+	if v := os.Getenv(otherWorkspaceEnv); v != "" {
+		otherWorkspaceChild(strings.Split(v, "\n"))
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("running the sandboxes as a user of their own (nobody) needs root")
+	}
+	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	// The secret is where Landlock keeps commands out (outside
+	// ReadableDirs), and not hidden: only a link of EtcLinkDirs opens it.
+	secret := filepath.Join(dirOutsideTmp(t), "secret")
+	writeFiles(t, secret, "db.key")
+	if err := os.WriteFile(filepath.Join(secret, "db.key"), []byte("OTHER-WORKSPACE-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d := secret; d != "/var/tmp" && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The other workspace is where the helper sees it, outside /tmp and
+	// /dev, which a sandbox has of its own.
+	otherBase := dirOutsideTmp(t)
+	ws, other := filepath.Join(shm, "ws"), filepath.Join(otherBase, "other")
+	for _, d := range []string{ws, filepath.Join(other, "etc")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(otherBase, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{shm, ws, other, filepath.Join(other, "etc")} {
+		if err := os.Chown(d, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(shm, "test.bin")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), otherWorkspaceEnv+"="+ws+"\n"+other+"\n"+secret, "GORACE=atexit_sleep_ms=0")
+	cmd.Dir = ws
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the sandboxes as nobody: %v\n%s", err, got)
+	}
+	_, after, ok := strings.Cut(string(got), "\nREFUSED: ")
+	if !ok {
+		t.Fatalf("a directory of EtcLinkDirs in another workspace of the user was taken:\n%s", got)
+	}
+	refusal, _, _ := strings.Cut(after, "\n")
+	for _, want := range []string{filepath.Join(other, "etc"), "EtcLinkDirs", "uid 65534", "root"} {
+		if !strings.Contains(refusal, want) {
+			t.Errorf("refusal %q does not say %q", refusal, want)
+		}
+	}
+}
+
+// otherWorkspaceChild is the test as nobody: a command of the other
+// workspace plants a link in its etc, and a sandbox of the workspace
+// that lists that etc in EtcLinkDirs reads where the link leads, or is
+// refused.
+func otherWorkspaceChild(args []string) {
+	ws, other, secret := args[0], args[1], args[2]
+	say := func(s string) { _, _ = io.WriteString(os.Stdout, "\n"+s+"\n") }
+	run := func(dir, command string) (string, error) {
+		root, err := os.Open(dir)
+		if err != nil {
+			return "", err
+		}
+		defer root.Close()
+		cfg, err := Config{}.WithDefaults()
+		if err != nil {
+			return "", err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			return "", err
+		}
+		defer outR.Close()
+		p, err := Start(cfg, root, "/bin/sh", command, []string{"PATH=/usr/bin:/bin"}, outW, outW)
+		outW.Close()
+		if err != nil {
+			return "", err
+		}
+		out, _ := io.ReadAll(outR)
+		_, err = p.Finish()
+		_ = p.Cmd.Wait()
+		return string(out), err
+	}
+	// The other workspace's command, whose sandbox does not list its etc.
+	if out, err := run(other, "ln -s "+secret+" etc/s && echo planted"); err != nil || !strings.Contains(out, "planted") {
+		say("FAILED: plant the link: " + out + fmtErr(err))
+		return
+	}
+	saved := EtcLinkDirs
+	defer func() { EtcLinkDirs = saved }()
+	EtcLinkDirs = append(append([]string(nil), saved...), filepath.Join(other, "etc"))
+	out, err := run(ws, "cat "+filepath.Join(secret, "db.key"))
+	switch {
+	case err != nil && errors.Is(err, ErrConfig):
+		say("REFUSED: " + err.Error())
+	case err != nil:
+		say("FAILED: " + err.Error())
+	case strings.Contains(out, "OTHER-WORKSPACE-SECRET"):
+		say("LEAKED: " + out)
+	default:
+		say("TAKEN: " + out)
+	}
+}

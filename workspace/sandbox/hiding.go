@@ -71,7 +71,9 @@ var DefaultHidden = []string{
 // [ResolveHide]).
 //
 // Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
-// /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is set up, is readable
+// /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is
+// set up (a prepared sandbox whose links lead elsewhere by the time
+// its command is handed over refuses it: [ErrPreparedStale]), is readable
 // too, when that is not hidden, not "/" or a directory just below it,
 // and neither holds the workspace nor is in it: some systems keep part
 // of their configuration elsewhere (openSUSE's TLS trust store,

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ type Process struct {
 	// forgets is targets' count of Forget calls at the set-up.
 	targets *LinkTargets
 	forgets uint64
+	// etc is where the links of EtcLinkDirs led at the set-up (see
+	// etcLinked), around the workspace at wsPath: Run looks again.
+	etc    []string
+	wsPath string
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -195,8 +200,9 @@ var hookLaunched func(pid int)
 // its whole environment. A sandbox runs one command; Run fails when
 // called again, when the helper is gone (it was killed while it
 // waited), or when a path to hide appeared or was replaced since the
-// sandbox was prepared ([ErrPreparedStale]): the caller then releases
-// it and prepares another. The helper looks for the paths to hide
+// sandbox was prepared, or a link of [EtcLinkDirs] leads elsewhere
+// ([ErrPreparedStale]): the caller then releases it and prepares
+// another. The helper looks for the paths to hide
 // again, from inside the sandbox and as a set-up does (a few Lstat
 // calls per path to hide, a listing of each directory a pattern
 // needs, and the places of [LinkTargets] as Run is called), checks
@@ -231,6 +237,12 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 		// It hides places the host has forgotten since: it would show
 		// the command less than the next set-up does.
 		return fmt.Errorf("%w: places links led to were forgotten since (LinkTargets.Forget)", ErrPreparedStale)
+	}
+	if now := etcLinked(EtcLinkDirs, p.wsPath); !slices.Equal(now, p.etc) {
+		// Its Landlock domain lets commands read where the links led
+		// then, which may no longer be the system's configuration.
+		return fmt.Errorf("%w: where the links of EtcLinkDirs lead changed since (then: %s; now: %s)", ErrPreparedStale,
+			placesText(p.etc), placesText(now))
 	}
 	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env, LinkTargets: p.targets.Paths()})
 	if err != nil {
@@ -277,6 +289,14 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	}
 	p.buf = append(append(answer, '\n'), p.buf...) // for Finish
 	return r.carried(fmt.Errorf("sandbox: %s", r.Error))
+}
+
+// placesText names places in an error, "none" when there are none.
+func placesText(places []string) string {
+	if len(places) == 0 {
+		return "none"
+	}
+	return strings.Join(places, ", ")
 }
 
 // killOnDone kills the helper when ctx is done, until the returned
@@ -353,6 +373,13 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if err := checkEtcLinkDirs(EtcLinkDirs, root); err != nil {
 		return nil, err
 	}
+	// Where the links of EtcLinkDirs lead is read here, right after the
+	// check, and handed to the helper: Run reads it again, and compares.
+	wsPath, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(root.Fd())))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the workspace directory's path: %w", err)
+	}
+	req.EtcLinked = etcLinked(EtcLinkDirs, wsPath)
 	var forgets uint64
 	req.LinkTargets, forgets = req.Config.LinkTargets.snapshot()
 	ctlR, ctlW, err := os.Pipe()
@@ -397,7 +424,8 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 		unix.Close(st[0])
 		return nil, startError(err, flags)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets,
+		etc: req.EtcLinked, wsPath: wsPath}
 	if hookLaunched != nil {
 		hookLaunched(cmd.Process.Pid)
 	}
@@ -410,7 +438,7 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if req.Config.AllowNetwork {
 		req.Keep = KeptWithNetwork
 	}
-	req.EtcLinkDirs, req.Hidden, req.ReadableDirs = EtcLinkDirs, DefaultHidden, ReadableDirs
+	req.Hidden, req.ReadableDirs = DefaultHidden, ReadableDirs
 	line, err := json.Marshal(req)
 	if err != nil {
 		return fail(err)

@@ -139,8 +139,10 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // directory on the way to it from "/" (through the links on the way
 // too) is owned by such a user, or is writable by its group or others
 // and not sticky, or is sticky (as /tmp) and what is reached in it is
-// owned by such a user; or when it is missing from a directory that its group or
-// others may write; or when the host cannot search it or a directory on
+// owned by such a user; or when it is reached through a link of /proc
+// (/proc/self/root/etc: the kernel follows it to what it stands for,
+// not to the path the check reads it as); or when it is missing from a
+// directory that its group or others may write; or when the host cannot search it or a directory on
 // the way to it (EACCES: the sandbox's helper may see what the check
 // could not). One missing otherwise is left out. Owned by
 // "nobody", the overflow uid (65534), counts as owned by root only in a
@@ -748,7 +750,11 @@ func systemPlaces(readableDirs, etc []string) []string {
 // view, once each, but for "/", a directory just below it, and what
 // holds the workspace wsPath or is in it: what a sandbox set up with
 // Landlock lets commands read besides [ReadableDirs] (openSUSE's TLS
-// trust store, say), unless it is hidden.
+// trust store, say), unless it is hidden. A link whose way goes
+// through a link of /proc (/proc/self/cwd, /proc/self/fd/3, or
+// /etc/mtab's ../proc/self/mounts) is left out: the kernel follows
+// those to what they stand for in the process that follows them, a
+// command's own, not to the path they read as in the host.
 func etcLinked(etcDirs []string, wsPath string) []string {
 	var out []string
 	for _, d := range etcDirs {
@@ -760,8 +766,14 @@ func etcLinked(etcDirs []string, wsPath string) []string {
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
-			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
-			if ok && strings.Count(path, "/") >= 2 && !within(path, wsPath) && !within(wsPath, path) && !slices.Contains(out, path) {
+			path, err := walkLinks(filepath.Join(d, e.Name()), func(dir, next string) (os.FileInfo, error) {
+				fi, err := os.Lstat(next)
+				if err == nil && fi.Mode()&os.ModeSymlink != 0 && (within(next, wsPath) || onProcfs(dir)) {
+					return nil, errors.New("a link in the workspace or in /proc")
+				}
+				return fi, err
+			})
+			if err == nil && strings.Count(path, "/") >= 2 && !within(path, wsPath) && !within(wsPath, path) && !slices.Contains(out, path) {
 				out = append(out, path)
 			}
 		}

@@ -521,8 +521,10 @@ func checkNotRoot(root *os.File) error {
 // links on it, through a directory that a user not trusted owns, or
 // that its group or others may write, unless it is sticky and what is
 // reached in it belongs to a trusted user (as in /tmp: no one else may
-// rename it); one missing from a directory that its group or others may
-// write (anyone could make it); or one in the workspace (the directory
+// rename it); one reached through a link of /proc (the kernel follows
+// it to what it stands for, not to the path it reads as); one missing
+// from a directory that its group or others may write (anyone could
+// make it); or one in the workspace (the directory
 // root), or reached through it, where commands write. A directory that
 // is missing otherwise is left out, as the set-up leaves it out.
 func checkEtcLinkDirs(dirs []string, root *os.File) error {
@@ -589,6 +591,13 @@ func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
 		case err == nil && shared && !trustedOwner(entry):
 			why = fmt.Sprintf("reached through %s, owned by uid %d in %s, which its group or others may write",
 				next, ownerOf(entry), dir)
+			return nil, stop
+		case err == nil && entry.Mode()&fs.ModeSymlink != 0 && onProcfs(dir):
+			// The walk reads the link as a path; the kernel follows it
+			// to what it stands for (another mount namespace's root,
+			// say), which this check never saw.
+			why = fmt.Sprintf("reached through %s, a link of /proc, which leads to what it stands for in the "+
+				"process that follows it, not to the path it reads as", next)
 			return nil, stop
 		}
 		return entry, err

@@ -467,8 +467,9 @@ func (t *LinkTargets) add(found []string) {
 // than 64 of its matches is hidden whole, with one cover (unless it is
 // "/", a system place as above, or holds the workspace); when what
 // patterns still lead to through such links takes the paths a set-up
-// hides (what Hide resolved to, counting one for each entry of
-// [DefaultHidden] and the surroundings) beyond MaxHidden, one pattern
+// hides (what Hide resolved to, counting one for each path of
+// [DefaultHidden] and the surroundings, and what each pattern of
+// DefaultHidden matches) beyond MaxHidden, one pattern
 // or several together, Hide is refused ([ErrTooManyHidden], with
 // [ErrConfig]), the error naming the link that leads to the most and
 // where it leads, for the host to remove it. A FIFO is never
@@ -633,7 +634,10 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	// A set-up hides every path kept, and the defaults: the entries led
 	// out of the workspace through links in it may not take that beyond
 	// MaxHidden, one entry or all together, or every set-up fails.
-	if total := counted + len(DefaultHidden) + 1; most.n > 0 && total > MaxHidden {
+	if most.n == 0 {
+		return out, notes, nil // nothing led out: the defaults' patterns need no matching
+	}
+	if total := counted + defaultsReserve(DefaultHidden); total > MaxHidden {
 		to, _ := resolveLinks(nil, most.link, ws, true)
 		return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
 			"which leads out of it to %s, to %d paths to hide (%d with the rest of Hide and DefaultHidden), more "+
@@ -643,6 +647,33 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			most.link, to, most.n, total, MaxHidden, crowd)
 	}
 	return out, notes, nil
+}
+
+// defaultsReserve is what ResolveHide keeps, of MaxHidden, for the
+// paths a set-up hides besides Hide: one for each path of hidden
+// ([DefaultHidden]) and for the workspace's surroundings, and what each
+// pattern of hidden matches now (the host's keys of
+// /etc/ssh/ssh_host_*_key), beyond the sandbox's own /tmp and /dev,
+// where nothing is covered. A pattern that cannot be matched counts one.
+func defaultsReserve(hidden []string) int {
+	n := 1
+	for _, h := range hidden {
+		if !isPattern(h) {
+			n++
+			continue
+		}
+		matches, err := globOpened(h)
+		if err != nil {
+			n++
+			continue
+		}
+		for _, m := range matches {
+			if !sandboxesOwn(m) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ledOutOfWorkspace returns the pattern or path h (absolute) with its

@@ -100,6 +100,15 @@ var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 // directly in /etc lead, say: a program reached by one runs). A
 // caller checks its shell with it before it runs commands, rather than
 // have each fail to start.
+//
+// A sandbox without Landlock (p.Sandbox, p.Landlock 0) runs a program
+// from anywhere it does not hide, but a program outside those places
+// is refused all the same: a link a command leaves in the workspace
+// makes later sandboxes hide where it leads ([ResolveHide] follows it),
+// unless that is beneath [ReadableDirs], where the links of
+// [EtcLinkDirs] lead (as read now), or in the workspace. A shell kept
+// elsewhere (/srv/tools/sh) would run until a command's ln -s
+// /srv/tools sec, with sec/* hidden, hid it from every later sandbox.
 func (p Protections) CheckRunnable(path, workspace string) error {
 	for _, h := range p.Hidden {
 		if within(path, h) && !within(workspace, h) {
@@ -115,9 +124,14 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 		}
 	}
 	readable := func(d string) bool { return within(path, d) }
-	if p.Landlock > 0 && !slices.ContainsFunc(systemPlaces(ReadableDirs, nil), readable) && !slices.ContainsFunc(p.AlsoReadable, readable) {
+	switch {
+	case p.Landlock > 0 && !slices.ContainsFunc(systemPlaces(ReadableDirs, nil), readable) && !slices.ContainsFunc(p.AlsoReadable, readable):
 		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s), "+
 			"nor where a link directly in /etc leads", path, strings.Join(ReadableDirs, ", "))
+	case p.Landlock == 0 && p.Sandbox && !slices.ContainsFunc(systemPlaces(ReadableDirs, etcLinked(EtcLinkDirs, workspace)), readable):
+		return fmt.Errorf("%s is neither in the workspace nor beneath the system's directories (%s), nor where a link "+
+			"directly in /etc leads: without Landlock the sandbox runs it, but a link a command leaves in the workspace "+
+			"can make later sandboxes hide it, which it cannot do to those", path, strings.Join(ReadableDirs, ", "))
 	}
 	return nil
 }

@@ -15,6 +15,7 @@ import (
 // where it leads now. Run refuses the command ([ErrPreparedStale]); a
 // sandbox prepared afterwards reads the new place, not the old.
 func TestPreparedSandboxStaleOnceEtcLinkRetargeted(t *testing.T) {
+	requireRootForOwnEtcLinkDir(t)
 	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
 	if err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -23,32 +24,27 @@ const otherWorkspaceEnv = "PW_OTHER_WORKSPACE_ETC"
 // readable to every other workspace's commands. The host's user owns
 // its workspaces, so only root's directories are trusted, on the way
 // and as the directory itself. Run as root, the sandboxes run in a
-// copy of this test as nobody, the owner of both workspaces.
+// copy of this test as nobody, the owner of both workspaces; run as
+// another user, in this test, as that user.
 func TestCheckEtcLinkDirs_OtherWorkspaceOfTheUserRefused(t *testing.T) {
 	if v := os.Getenv(otherWorkspaceEnv); v != "" {
-		otherWorkspaceChild(strings.Split(v, "\n"))
+		_, _ = io.WriteString(os.Stdout, "\n"+otherWorkspaceChild(strings.Split(v, "\n"))+"\n")
 		return
 	}
-	if os.Geteuid() != 0 {
-		t.Skip("running the sandboxes as a user of their own (nobody) needs root")
-	}
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	// The secret is where Landlock keeps commands out (outside
-	// ReadableDirs), and not hidden: only a link of EtcLinkDirs opens it.
-	secret := filepath.Join(dirOutsideTmp(t), "secret")
-	writeFiles(t, secret, "db.key")
-	if err := os.WriteFile(filepath.Join(secret, "db.key"), []byte("OTHER-WORKSPACE-SECRET"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for d := secret; d != "/var/tmp" && d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
+	user := os.Geteuid()
+	if user != 0 {
+		// The test's own user owns both workspaces.
+		shm, secret := otherWorkspaceSecret(t)
+		ws, other := filepath.Join(shm, "ws"), filepath.Join(dirOutsideTmp(t), "other")
+		for _, d := range []string{ws, filepath.Join(other, "etc")} {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				t.Fatal(err)
+			}
 		}
+		checkOtherWorkspaceRefused(t, otherWorkspaceChild([]string{ws, other, secret}), other, user)
+		return
 	}
+	shm, secret := otherWorkspaceSecret(t)
 	// The other workspace is where the helper sees it, outside /tmp and
 	// /dev, which a sandbox has of its own.
 	otherBase := dirOutsideTmp(t)
@@ -86,25 +82,56 @@ func TestCheckEtcLinkDirs_OtherWorkspaceOfTheUserRefused(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the sandboxes as nobody: %v\n%s", err, got)
 	}
-	_, after, ok := strings.Cut(string(got), "\nREFUSED: ")
+	checkOtherWorkspaceRefused(t, string(got), other, 65534)
+}
+
+// otherWorkspaceSecret makes a directory beneath /dev/shm for the
+// workspace and, where Landlock keeps commands out (outside
+// ReadableDirs) and nothing hides it, a secret that only a link of
+// EtcLinkDirs opens, readable by anyone.
+func otherWorkspaceSecret(t *testing.T) (shm, secret string) {
+	t.Helper()
+	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	secret = filepath.Join(dirOutsideTmp(t), "secret")
+	writeFiles(t, secret, "db.key")
+	if err := os.WriteFile(filepath.Join(secret, "db.key"), []byte("OTHER-WORKSPACE-SECRET"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for d := secret; d != "/var/tmp" && d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return shm, secret
+}
+
+// checkOtherWorkspaceRefused checks what otherWorkspaceChild said (got):
+// the other workspace's etc refused, by name, as owned by user and not
+// root.
+func checkOtherWorkspaceRefused(t *testing.T, got, other string, user int) {
+	t.Helper()
+	_, after, ok := strings.Cut(got, "REFUSED: ")
 	if !ok {
 		t.Fatalf("a directory of EtcLinkDirs in another workspace of the user was taken:\n%s", got)
 	}
 	refusal, _, _ := strings.Cut(after, "\n")
-	for _, want := range []string{filepath.Join(other, "etc"), "EtcLinkDirs", "uid 65534", "root"} {
+	for _, want := range []string{filepath.Join(other, "etc"), "EtcLinkDirs", "uid " + strconv.Itoa(user), "root"} {
 		if !strings.Contains(refusal, want) {
 			t.Errorf("refusal %q does not say %q", refusal, want)
 		}
 	}
 }
 
-// otherWorkspaceChild is the test as nobody: a command of the other
-// workspace plants a link in its etc, and a sandbox of the workspace
-// that lists that etc in EtcLinkDirs reads where the link leads, or is
-// refused.
-func otherWorkspaceChild(args []string) {
+// otherWorkspaceChild is the test as the workspaces' owner: a command
+// of the other workspace plants a link in its etc, and a sandbox of the
+// workspace that lists that etc in EtcLinkDirs reads where the link
+// leads, or is refused. It says which.
+func otherWorkspaceChild(args []string) string {
 	ws, other, secret := args[0], args[1], args[2]
-	say := func(s string) { _, _ = io.WriteString(os.Stdout, "\n"+s+"\n") }
 	run := func(dir, command string) (string, error) {
 		root, err := os.Open(dir)
 		if err != nil {
@@ -132,8 +159,7 @@ func otherWorkspaceChild(args []string) {
 	}
 	// The other workspace's command, whose sandbox does not list its etc.
 	if out, err := run(other, "ln -s "+secret+" etc/s && echo planted"); err != nil || !strings.Contains(out, "planted") {
-		say("FAILED: plant the link: " + out + fmtErr(err))
-		return
+		return "FAILED: plant the link: " + out + fmtErr(err)
 	}
 	saved := EtcLinkDirs
 	defer func() { EtcLinkDirs = saved }()
@@ -141,12 +167,22 @@ func otherWorkspaceChild(args []string) {
 	out, err := run(ws, "cat "+filepath.Join(secret, "db.key"))
 	switch {
 	case err != nil && errors.Is(err, ErrConfig):
-		say("REFUSED: " + err.Error())
+		return "REFUSED: " + err.Error()
 	case err != nil:
-		say("FAILED: " + err.Error())
+		return "FAILED: " + err.Error()
 	case strings.Contains(out, "OTHER-WORKSPACE-SECRET"):
-		say("LEAKED: " + out)
-	default:
-		say("TAKEN: " + out)
+		return "LEAKED: " + out
+	}
+	return "TAKEN: " + out
+}
+
+// requireRootForOwnEtcLinkDir skips t unless the test runs as root: an
+// EtcLinkDirs entry the test makes is its user's, which the check
+// trusts only when that user is root (see trustedOwner), and the
+// directories on the way to it (/var/tmp's pw-test-*) too.
+func requireRootForOwnEtcLinkDir(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("an EtcLinkDirs entry of the test's own is trusted only when root owns it: run as root")
 	}
 }

@@ -18,6 +18,7 @@ import (
 // sandbox then let commands read. It is left out: nothing it reads as
 // becomes readable.
 func TestEtcLinkThroughProcLeftOut(t *testing.T) {
+	requireRootForOwnEtcLinkDir(t)
 	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
 	if err != nil {
 		t.Fatal(err)
@@ -62,6 +63,7 @@ func TestEtcLinkThroughProcLeftOut(t *testing.T) {
 // stands for, in the process that follows it (another mount namespace's
 // root, say, whose etc someone else may write).
 func TestCheckEtcLinkDirs_ThroughProcRefused(t *testing.T) {
+	requireRootForOwnEtcLinkDir(t)
 	ws := t.TempDir()
 	root, _ := openRootAndNull(t, ws)
 	etc := filepath.Join(dirOutsideTmp(t), "etc")

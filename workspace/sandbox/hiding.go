@@ -72,8 +72,8 @@ var DefaultHidden = []string{
 //
 // Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
 // /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is
-// set up (a prepared sandbox whose links lead elsewhere by the time
-// its command is handed over refuses it: [ErrPreparedStale]), is readable
+// set up (a prepared sandbox whose links lead elsewhere by the time its
+// command is handed over refuses it: [ErrPreparedStale]), is readable
 // too, when that is not hidden, not "/" or a directory just below it,
 // and neither holds the workspace nor is in it: some systems keep part
 // of their configuration elsewhere (openSUSE's TLS trust store,
@@ -156,12 +156,13 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // owned by such a user; or when it is reached through a link of /proc
 // (/proc/self/root/etc: the kernel follows it to what it stands for,
 // not to the path the check reads it as); or when it is missing from a
-// directory that its group or others may write; or when the host cannot search it or a directory on
-// the way to it (EACCES: the sandbox's helper may see what the check
-// could not). One missing otherwise is left out. Owned by
-// "nobody", the overflow uid (65534), counts as owned by root only in a
-// user namespace that does not map it: there it stands for the users
-// outside, root among them, and the check cannot tell them apart. A
+// directory that its group or others may write; or when the host
+// cannot search it or a directory on the way to it (EACCES: the
+// sandbox's helper may see what the check could not). One missing
+// otherwise is left out. Owned by "nobody", the overflow uid (65534),
+// counts as owned by root only in a user namespace that does not map
+// it: there it stands for the users outside, root among them, and the
+// check cannot tell them apart. A
 // host that runs as root has root's workspaces owned by root too: the
 // check refuses its own workspace, but cannot tell another program's
 // from the system's directories, and such a host keeps EtcLinkDirs out

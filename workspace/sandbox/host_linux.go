@@ -514,19 +514,20 @@ func checkNotRoot(root *os.File) error {
 // names it, a directory of dirs ([EtcLinkDirs]) in which someone the host
 // does not trust could plant a link, whose target the sandbox would
 // then let commands read, or could do so between this check and the
-// helper's reading of it: one that is not absolute; one that its group
-// or others may write, or that a user other than a trusted one (root:
-// see trustedOwner) owns, this process's own included (commands of any
-// workspace of that user write as it); one reached, on the way from "/" and through the
-// links on it, through a directory that a user not trusted owns, or
-// that its group or others may write, unless it is sticky and what is
-// reached in it belongs to a trusted user (as in /tmp: no one else may
-// rename it); one reached through a link of /proc (the kernel follows
-// it to what it stands for, not to the path it reads as); one missing
-// from a directory that its group or others may write (anyone could
-// make it); or one in the workspace (the directory
-// root), or reached through it, where commands write. A directory that
-// is missing otherwise is left out, as the set-up leaves it out.
+// reading of its links right after: one that is not absolute; one that
+// its group or others may write, or that a user other than a trusted
+// one (root: see trustedOwner) owns, this process's own included
+// (commands of any workspace of that user write as it); one reached, on
+// the way from "/" and through the links on it, through a directory
+// that a user not trusted owns, or that its group or others may write,
+// unless it is sticky and what is reached in it belongs to a trusted
+// user (as in /tmp: no one else may rename it); one reached through a
+// link of /proc (the kernel follows it to what it stands for, not to
+// the path it reads as); one missing from a directory that its group
+// or others may write (anyone could make it); or one in the workspace
+// (the directory root), or reached through it, where commands write. A
+// directory that is missing otherwise is left out, as the set-up
+// leaves it out.
 func checkEtcLinkDirs(dirs []string, root *os.File) error {
 	refuse := func(d, why string) error {
 		return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s is %s: links there would make where they "+

@@ -16,21 +16,13 @@ import (
 // sandbox prepared afterwards reads the new place, not the old.
 func TestPreparedSandboxStaleOnceEtcLinkRetargeted(t *testing.T) {
 	requireRootForOwnEtcLinkDir(t)
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := shmDir(t)
 	// The places are outside ReadableDirs and not hidden around a
 	// workspace beneath /dev/shm: only a link of EtcLinkDirs opens them.
 	base := dirOutsideTmp(t)
 	etc, old, moved := filepath.Join(base, "etc"), filepath.Join(base, "old"), filepath.Join(base, "new")
-	for d, says := range map[string]string{old: "OLD-PLACE", moved: "NEW-PLACE"} {
-		writeFiles(t, d, "f")
-		if err := os.WriteFile(filepath.Join(d, "f"), []byte(says), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	writeSaying(t, old, "f", "OLD-PLACE")
+	writeSaying(t, moved, "f", "NEW-PLACE")
 	if err := os.Mkdir(etc, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 )
 
@@ -62,26 +60,7 @@ func TestCheckEtcLinkDirs_OtherWorkspaceOfTheUserRefused(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	self, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(shm, "test.bin")
-	b, err := os.ReadFile(self)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, b, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
-	cmd.Env = append(os.Environ(), otherWorkspaceEnv+"="+ws+"\n"+other+"\n"+secret, "GORACE=atexit_sleep_ms=0")
-	cmd.Dir = ws
-	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-	got, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("the sandboxes as nobody: %v\n%s", err, got)
-	}
+	got := rerunAsNobody(t, shm, ws, otherWorkspaceEnv+"="+ws+"\n"+other+"\n"+secret)
 	checkOtherWorkspaceRefused(t, string(got), other, 65534)
 }
 
@@ -91,16 +70,9 @@ func TestCheckEtcLinkDirs_OtherWorkspaceOfTheUserRefused(t *testing.T) {
 // EtcLinkDirs opens, readable by anyone.
 func otherWorkspaceSecret(t *testing.T) (shm, secret string) {
 	t.Helper()
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm = shmDir(t)
 	secret = filepath.Join(dirOutsideTmp(t), "secret")
-	writeFiles(t, secret, "db.key")
-	if err := os.WriteFile(filepath.Join(secret, "db.key"), []byte("OTHER-WORKSPACE-SECRET"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSaying(t, secret, "db.key", "OTHER-WORKSPACE-SECRET")
 	for d := secret; d != "/var/tmp" && d != "/"; d = filepath.Dir(d) {
 		if err := os.Chmod(d, 0o755); err != nil {
 			t.Fatal(err)

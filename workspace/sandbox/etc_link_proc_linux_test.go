@@ -19,19 +19,12 @@ import (
 // becomes readable.
 func TestEtcLinkThroughProcLeftOut(t *testing.T) {
 	requireRootForOwnEtcLinkDir(t)
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
+	shm := shmDir(t)
 	// The host's working directory, outside ReadableDirs and not hidden
 	// around a workspace beneath /dev/shm.
 	base := dirOutsideTmp(t)
 	cwd, etc := filepath.Join(base, "host-cwd"), filepath.Join(base, "etc")
-	writeFiles(t, cwd, "f")
-	if err := os.WriteFile(filepath.Join(cwd, "f"), []byte("HOST-CWD"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeSaying(t, cwd, "f", "HOST-CWD")
 	if err := os.Mkdir(etc, 0o755); err != nil {
 		t.Fatal(err)
 	}

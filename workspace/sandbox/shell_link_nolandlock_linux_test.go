@@ -17,12 +17,7 @@ import (
 // refuses such a shell up front, with Landlock or without: a shell
 // runs only from where no command's link can hide it.
 func TestShellOutsideSystemPlacesRefusedWithoutLandlock(t *testing.T) {
-	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(shm) })
-	ws := filepath.Join(shm, "ws")
+	ws := filepath.Join(shmDir(t), "ws")
 	if err := os.Mkdir(ws, 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -105,29 +105,11 @@ func checkOtherWorkspaceRefused(t *testing.T, got, other string, user int) {
 func otherWorkspaceChild(args []string) string {
 	ws, other, secret := args[0], args[1], args[2]
 	run := func(dir, command string) (string, error) {
-		root, err := os.Open(dir)
-		if err != nil {
-			return "", err
-		}
-		defer root.Close()
 		cfg, err := Config{}.WithDefaults()
 		if err != nil {
 			return "", err
 		}
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			return "", err
-		}
-		defer outR.Close()
-		p, err := Start(cfg, root, "/bin/sh", command, []string{"PATH=/usr/bin:/bin"}, outW, outW)
-		outW.Close()
-		if err != nil {
-			return "", err
-		}
-		out, _ := io.ReadAll(outR)
-		_, err = p.Finish()
-		_ = p.Cmd.Wait()
-		return string(out), err
+		return runShell(cfg, dir, "/bin/sh", command)
 	}
 	// The other workspace's command, whose sandbox does not list its etc.
 	if out, err := run(other, "ln -s "+secret+" etc/s && echo planted"); err != nil || !strings.Contains(out, "planted") {
@@ -157,4 +139,29 @@ func requireRootForOwnEtcLinkDir(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("an EtcLinkDirs entry of the test's own is trusted only when root owns it: run as root")
 	}
+}
+
+// runShell runs command with shell in a new sandbox of cfg (its
+// defaults filled in) around dir, and returns what it wrote, with the
+// error of its start or of Finish.
+func runShell(cfg Config, dir, shell, command string) (string, error) {
+	root, err := os.Open(dir)
+	if err != nil {
+		return "", err
+	}
+	defer root.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return "", err
+	}
+	defer outR.Close()
+	p, err := Start(cfg, root, shell, command, []string{"PATH=/usr/bin:/bin"}, outW, outW)
+	outW.Close()
+	if err != nil {
+		return "", err
+	}
+	out, _ := io.ReadAll(outR)
+	_, err = p.Finish()
+	_ = p.Cmd.Wait()
+	return string(out), err
 }

@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,29 +36,12 @@ func TestShellOutsideSystemPlacesRefusedWithoutLandlock(t *testing.T) {
 	run := func(command string) (string, error) {
 		cfg := resolvedConfig(t, ws, hide)
 		cfg.WithoutLandlock = true
-		root, err := os.Open(ws)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer root.Close()
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer outR.Close()
-		p, err := Start(cfg, root, shell, command, []string{"PATH=/usr/bin:/bin"}, outW, outW)
-		outW.Close()
-		if err != nil {
-			return "", err
-		}
-		out, _ := io.ReadAll(outR)
-		_, err = p.Finish()
-		_ = p.Cmd.Wait()
-		return string(out), err
+		return runShell(cfg, ws, shell, command)
 	}
 	cfg := resolvedConfig(t, ws, hide)
 	cfg.WithoutLandlock = true
-	prot, err := Probe(cfg, mustOpen(t, ws))
+	root, _ := openRootAndNull(t, ws)
+	prot, err := Probe(cfg, root)
 	if err != nil || prot.Landlock != 0 {
 		t.Fatalf("Probe without Landlock: %v, Landlock %d", err, prot.Landlock)
 	}
@@ -80,14 +62,4 @@ func TestShellOutsideSystemPlacesRefusedWithoutLandlock(t *testing.T) {
 	if err := prot.CheckRunnable("/bin/sh", ws); err != nil {
 		t.Errorf("CheckRunnable(/bin/sh) without Landlock: %v", err)
 	}
-}
-
-func mustOpen(t *testing.T, dir string) *os.File {
-	t.Helper()
-	f, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { f.Close() })
-	return f
 }

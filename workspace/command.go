@@ -554,7 +554,7 @@ func (w *Workspace) prepare(ctx context.Context) (*prepared, error) {
 	}
 	cfg := *w.sandbox
 	w.hideMu.Lock()
-	cfg.Resolved = w.hiddenIDsLocked()
+	cfg.Resolved = w.currentHiddenIDs()
 	w.hideMu.Unlock()
 	sb, err := sandbox.PrepareContext(ctx, cfg, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).

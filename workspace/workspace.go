@@ -275,8 +275,12 @@ type Options struct {
 	//     when New ran and was moved or replaced since from outside the
 	//     file tools refuses the commands instead
 	//     ([sandbox.ErrHiddenMoved]). A file that write_file or undo
-	//     puts in its place is what the sandboxes expect there from
-	//     then on (unless the entry held another file already).
+	//     puts in its place, or the nothing undo's removal leaves, is
+	//     what the sandboxes expect there from then on (unless the
+	//     entry held another file already): those of every workspace
+	//     open on the directory in the process, and, where the file
+	//     system keeps user extended attributes, in other processes
+	//     (for a file written; a removal is the process's to know).
 	//   - A path inside the workspace is hidden from commands, not from
 	//     the file tools. A command cannot rename or remove a path that
 	//     exists when its sandbox is set up, nor a directory on the way
@@ -393,8 +397,9 @@ type Workspace struct {
 	commands int
 	hideLock *os.File
 	// hiddenIDs, guarded by hideMu, is what the sandboxes take the
-	// paths to hide to be once the tools wrote one that had an
-	// identity (see hiddenWrite); nil until then. It is replaced, never
+	// paths to hide to be once the tools of a workspace open on the
+	// directory wrote one that had an identity (see currentHiddenIDs);
+	// nil until then. It is replaced, never
 	// changed in place.
 	hiddenIDs []sandbox.HiddenPath
 

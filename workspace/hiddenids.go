@@ -1,0 +1,181 @@
+package workspace
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/polyweave/polyweave-go/workspace/sandbox"
+)
+
+// The sandboxes refuse to run a command when a path to hide in the
+// workspace that had an identity as the workspace was opened holds
+// another file ([sandbox.ErrHiddenMoved]). A file the tools wrote there
+// since, or the nothing undo left, is no such move, whichever workspace
+// open on the directory wrote it: each write of a path hidden from
+// commands notes what it replaced, and each workspace, as it sets a
+// sandbox up, takes the file now at such a path for the one it expects
+// when the tools put it in place of that one (currentHiddenIDs).
+//
+// The note is kept twice. The process keeps it (toolsWrites), for
+// every workspace of the process; and the file itself carries it, in
+// the extended attribute replacedAttr, for the workspaces of other
+// processes: no command can set it, the file being hidden from them
+// from its rename on. A file system without user extended attributes
+// (or a file the process may not change them on) leaves other
+// processes to their own writes; an undo's removal is noted in the
+// process only, as there is no file left to carry it. A note keeps the
+// identities of the last maxReplaced files replaced at the path: a
+// workspace that set no sandbox up while more were written there (no
+// command ran in it) refuses its commands, as after a move, until it is
+// opened again.
+
+// maxReplaced bounds the identities a note keeps of the files a file
+// the tools wrote replaced at its path, most recent last.
+const maxReplaced = 32
+
+// replacedAttr is the extended attribute of a file the tools wrote at a
+// path hidden from commands that says what it replaced there, for the
+// workspaces of other processes (see writeReplaced).
+const replacedAttr = "user.polyweave.replaced"
+
+// toolsWrites are the notes of the process (see above): replaced maps
+// a file the tools wrote at a path hidden from commands to the
+// identities it replaced there; removed maps a path (its case folded)
+// undo removed to those of the file removed and the ones it replaced.
+// A note goes when its file is replaced in turn, or a file written
+// where one was removed.
+var toolsWrites = struct {
+	sync.Mutex
+	replaced map[entryID][]entryID
+	removed  map[string][]entryID
+}{replaced: map[entryID][]entryID{}, removed: map[string][]entryID{}}
+
+// replacedAt returns what the file id at name (relative to the root)
+// replaced, as the tools noted it: in the process, or on the file.
+func (w *Workspace) replacedAt(name string, id entryID) []entryID {
+	toolsWrites.Lock()
+	ids, ok := toolsWrites.replaced[id]
+	toolsWrites.Unlock()
+	if ok {
+		return ids
+	}
+	return w.readReplaced(name, id)
+}
+
+// hiddenChange is what a write of a path hidden from commands notes
+// as it ends (see noteWritten): where, and what it replaced.
+type hiddenChange struct {
+	name     string    // relative to the root, as written
+	before   entryID   // the file replaced; zero when there was none
+	replaced []entryID // what that one replaced, as noted
+}
+
+// hiddenChangeOf looks at target, a path hidden from commands about to
+// be written, with commands held off (see hiddenWrite). ok is false
+// when what is there cannot be known.
+func (w *Workspace) hiddenChangeOf(target string) (c hiddenChange, ok bool) {
+	c.name = target
+	before, err := w.entryBeneath(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		toolsWrites.Lock()
+		c.replaced = toolsWrites.removed[foldedKey(w.dir, target)]
+		toolsWrites.Unlock()
+		return c, true
+	case err != nil:
+		return c, false
+	}
+	c.before, c.replaced = before, w.replacedAt(target, before)
+	return c, true
+}
+
+// noteWritten notes, once the write of c.name is done, what the file
+// there now replaced, or that undo removed it.
+func (w *Workspace) noteWritten(c hiddenChange) {
+	ids := c.replaced
+	if c.before != (entryID{}) {
+		ids = append(slices.Clone(ids), c.before)
+	}
+	if len(ids) > maxReplaced {
+		ids = ids[len(ids)-maxReplaced:]
+	}
+	after, err := w.entryBeneath(c.name)
+	removed := errors.Is(err, fs.ErrNotExist)
+	if err != nil && !removed || after == c.before {
+		return // not written (the write failed), or not known
+	}
+	key := foldedKey(w.dir, c.name)
+	toolsWrites.Lock()
+	delete(toolsWrites.replaced, c.before)
+	if removed {
+		toolsWrites.removed[key] = ids
+	} else {
+		delete(toolsWrites.removed, key)
+		toolsWrites.replaced[after] = ids
+	}
+	toolsWrites.Unlock()
+	if !removed {
+		w.writeReplaced(c.name, after, ids)
+	}
+}
+
+// foldedKey is the key of a path in toolsWrites.removed: absolute, its
+// case folded, for a path that differs only in case from one removed
+// may be the same entry. What a note keeps are identities, which only
+// the file tools' own writes and removals put there: one of another
+// path matches no file expected at this one.
+func foldedKey(dir, name string) string { return strings.ToLower(filepath.Join(dir, name)) }
+
+// currentHiddenIDs is what the sandboxes take the paths to hide to be
+// ([sandbox.Config.Resolved]) when a sandbox is set up: the paths and
+// identities found as the workspace was opened, with, at a path the
+// file tools of any workspace open on the directory wrote or removed
+// since, what they put there (see above). A path that holds another
+// file, not the tools', keeps the identity expected, and the sandbox
+// refuses the command. No write of a hidden path of the process is
+// under way meanwhile. w.hideMu held.
+func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
+	w.lockHiddenTemp()
+	defer hiddenTempMu.Unlock()
+	ids := w.hiddenIDsLocked()
+	var changed []sandbox.HiddenPath
+	for i, h := range ids {
+		if h.Dev == 0 && h.Ino == 0 {
+			continue
+		}
+		rel, err := filepath.Rel(w.dir, h.Path)
+		if err != nil || !filepath.IsLocal(rel) {
+			continue // around the workspace: hidden whatever it holds
+		}
+		expected := entryID{h.Dev, h.Ino}
+		now, err := w.entryBeneath(rel)
+		switch {
+		case err == nil && now != expected && slices.Contains(w.replacedAt(rel, now), expected):
+		case errors.Is(err, fs.ErrNotExist) && w.removedByTools(h.Path, expected):
+			now = entryID{}
+		default:
+			continue
+		}
+		if changed == nil {
+			changed = slices.Clone(ids)
+		}
+		changed[i].Dev, changed[i].Ino = now.dev, now.ino
+	}
+	if changed != nil {
+		w.hiddenIDs = changed
+		return changed
+	}
+	return ids
+}
+
+// removedByTools reports whether undo removed the file id was at path
+// (absolute), or one that replaced it.
+func (w *Workspace) removedByTools(path string, id entryID) bool {
+	toolsWrites.Lock()
+	defer toolsWrites.Unlock()
+	return slices.Contains(toolsWrites.removed[strings.ToLower(path)], id)
+}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/tools"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,7 +20,7 @@ import (
 // (tryLockHideShared); while another holds it exclusive (another process
 // writing a hidden path there, or a program of the host), the command
 // waits for it within its own bounds: its timeout answers it, with what
-// held it up, and so does its context, and the command never runs.
+// held it up (ReasonRootLocked), and so does its context, and the command never runs.
 // Meanwhile, the workspace's other calls go on: a write of a hidden path
 // is answered (refused, the lock being held) rather than kept waiting.
 // Once the lock is free, a command runs, and releases it as it ends.
@@ -61,17 +62,24 @@ func TestCommandStartWaitsForTheRootLockWithinItsBounds(t *testing.T) {
 	<-waiting
 	res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: "NEWSECRET"})
 	mustDo(t, err)
-	if res.Success || res.Reason != ReasonHiddenInUse {
-		t.Errorf("a write of a hidden path while a command waits for the lock held elsewhere: %+v; want it refused (%s)", res, ReasonHiddenInUse)
+	if res.Success || res.Reason != ReasonHiddenInUse || !strings.Contains(res.Error, "a program of the host") {
+		t.Errorf("a write of a hidden path while a command waits for the lock held elsewhere: %+v; want it refused (%s), "+
+			"saying a program of the host may hold the lock", res, ReasonHiddenInUse)
 	}
 	if res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: "plain.txt", Content: "x"}); err != nil || !res.Success {
 		t.Errorf("a write of a path not hidden while a command waits for the lock: %+v, %v", res, err)
 	}
 	close(goOn)
 	cmd := <-done
-	if !cmd.TimedOut || cmd.StoppedBy != StoppedByTimeout || cmd.Reason != ReasonStartFailed || cmd.Sandboxed ||
+	if !cmd.TimedOut || cmd.StoppedBy != StoppedByTimeout || cmd.Reason != ReasonRootLocked || cmd.Sandboxed ||
 		strings.Contains(cmd.Stdout, "ran") || !strings.Contains(cmd.Error, "hidden from commands") {
-		t.Errorf("a command whose start found the lock held past its timeout: %+v; want it timed out, never run, saying what held it", cmd)
+		t.Errorf("a command whose start found the lock held past its timeout: %+v; want it timed out (%s), never run, saying what held it",
+			cmd, ReasonRootLocked)
+	}
+	// Bound as a tool, it is a call that may be tried again, not the
+	// tool's failure.
+	if re := new(tools.ResultError); !errors.As(failedResult(cmd, cmd.Reason, cmd.Error), &re) || re.Kind != tools.FailureUnavailable {
+		t.Errorf("a command whose start found the lock held past its timeout is not answered as unavailable: %v", failedResult(cmd, cmd.Reason, cmd.Error))
 	}
 
 	goOn = make(chan struct{})

@@ -663,10 +663,13 @@ const hiddenInUseDetail = "a command is running (or one stopped is still being t
 
 // hiddenSharedInUseDetail says why a write of a path hidden from
 // commands is refused while another workspace open on the directory runs
-// one, or another process writes such a path there (lockHideExclusive).
+// one, another process writes such a path there, or a program of the
+// host holds the lock they share (lockHideExclusive): which, the lock
+// does not tell.
 const hiddenSharedInUseDetail = "a command is running in a workspace open on this directory " +
-	"(another session's, of this process or another), or another process is writing a path hidden from commands there, " +
-	"and writing one now would show it to that command; nothing was written: write it once it has ended"
+	"(another session's, of this process or another), another process is writing a path hidden from commands there, " +
+	"or a program of the host holds the lock on the directory that keeps such writes and the commands apart; " +
+	"writing one now could show it to a command, so nothing was written: write it once that is over"
 
 // hiddenInUse refuses (ReasonHiddenInUse), as hiddenWrite would now,
 // a write of target that is a path hidden from commands while one

@@ -20,11 +20,20 @@ import (
 // sandbox up, takes the file now at such a path for the one it expects
 // when the tools put it in place of that one (currentHiddenIDs).
 //
-// The note is kept twice. The process keeps it (toolsWrites), for
-// every workspace of the process; and the file itself carries it, in
-// the extended attribute replacedAttr, for the workspaces of other
-// processes: no command can set it, the file being hidden from them
-// from its rename on. A file system without user extended attributes
+// The note is kept twice. The file itself carries it, in the extended
+// attribute replacedAttr, for every workspace, of the process or
+// another: it goes with the file, and a file that takes the inode
+// number of one gone has none. The process keeps it too, in the book
+// of the directory (hiddenBook), for an undo's removal, which leaves
+// no file to carry it, and for a file that could not carry it; a book
+// lasts while a workspace is open on its directory, for those
+// workspaces alone need it (one opened later finds what is there), so
+// that what it says of an inode number is of a file of their days.
+// No command of these workspaces can set it, the file being
+// hidden from them from its rename on; one that can (a command of a
+// workspace open on a folder around this one, which does not hide the
+// path, or an unsandboxed one) could as well copy the file where
+// commands see it, which no identity tells. A file system without user extended attributes
 // (or a file the process may not change them on) leaves other
 // processes to their own writes; an undo's removal is noted in the
 // process only, as there is no file left to carry it. A note keeps the
@@ -42,28 +51,67 @@ const maxReplaced = 32
 // workspaces of other processes (see writeReplaced).
 const replacedAttr = "user.polyweave.replaced"
 
-// toolsWrites are the notes of the process (see above): replaced maps
-// a file the tools wrote at a path hidden from commands to the
-// identities it replaced there; removed maps a path (its case folded)
-// undo removed to those of the file removed and the ones it replaced.
-// A note goes when its file is replaced in turn, or a file written
-// where one was removed.
-var toolsWrites = struct {
-	sync.Mutex
+// hiddenBook holds the notes the process keeps for a workspace
+// directory (see above): replaced maps a file the tools wrote at a path
+// hidden from commands to the identities it replaced there; removed
+// maps a path (its case folded) undo removed to those of the file
+// removed and the ones it replaced. A note goes when its file is
+// replaced in turn, or a file written where one was removed. refs
+// counts the workspaces open on the directory that use the book.
+type hiddenBook struct {
+	refs     int
 	replaced map[entryID][]entryID
 	removed  map[string][]entryID
-}{replaced: map[entryID][]entryID{}, removed: map[string][]entryID{}}
+}
+
+// hiddenBooks are the books of the directories workspaces of the
+// process are open on (see hiddenBook), by directory; the mutex guards
+// them and what they hold.
+var hiddenBooks = struct {
+	sync.Mutex
+	of map[string]*hiddenBook
+}{of: map[string]*hiddenBook{}}
+
+// openBook makes the workspace use the book of its directory, before
+// the paths to hide are resolved, so that it holds every write that
+// follows; closeBook ends that, and drops the book once no workspace
+// open on the directory uses it.
+func (w *Workspace) openBook() {
+	hiddenBooks.Lock()
+	defer hiddenBooks.Unlock()
+	b := hiddenBooks.of[w.dir]
+	if b == nil {
+		b = &hiddenBook{replaced: map[entryID][]entryID{}, removed: map[string][]entryID{}}
+		hiddenBooks.of[w.dir] = b
+	}
+	b.refs++
+	w.book = b
+}
+
+func (w *Workspace) closeBook() {
+	if w.book == nil {
+		return
+	}
+	hiddenBooks.Lock()
+	defer hiddenBooks.Unlock()
+	if w.book.refs--; w.book.refs == 0 {
+		delete(hiddenBooks.of, w.dir)
+	}
+	w.book = nil
+}
 
 // replacedAt returns what the file id at name (relative to the root)
-// replaced, as the tools noted it: in the process, or on the file.
+// replaced, as the tools noted it: on the file, or else in the book.
 func (w *Workspace) replacedAt(name string, id entryID) []entryID {
-	toolsWrites.Lock()
-	ids, ok := toolsWrites.replaced[id]
-	toolsWrites.Unlock()
-	if ok {
+	if ids := w.readReplaced(name, id); ids != nil {
 		return ids
 	}
-	return w.readReplaced(name, id)
+	hiddenBooks.Lock()
+	defer hiddenBooks.Unlock()
+	if w.book == nil {
+		return nil
+	}
+	return w.book.replaced[id]
 }
 
 // hiddenChange is what a write of a path hidden from commands notes
@@ -82,9 +130,11 @@ func (w *Workspace) hiddenChangeOf(target string) (c hiddenChange, ok bool) {
 	before, err := w.entryBeneath(target)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		toolsWrites.Lock()
-		c.replaced = toolsWrites.removed[foldedKey(w.dir, target)]
-		toolsWrites.Unlock()
+		hiddenBooks.Lock()
+		if w.book != nil {
+			c.replaced = w.book.removed[foldedKey(w.dir, target)]
+		}
+		hiddenBooks.Unlock()
 		return c, true
 	case err != nil:
 		return c, false
@@ -109,21 +159,23 @@ func (w *Workspace) noteWritten(c hiddenChange) {
 		return // not written (the write failed), or not known
 	}
 	key := foldedKey(w.dir, c.name)
-	toolsWrites.Lock()
-	delete(toolsWrites.replaced, c.before)
-	if removed {
-		toolsWrites.removed[key] = ids
-	} else {
-		delete(toolsWrites.removed, key)
-		toolsWrites.replaced[after] = ids
+	hiddenBooks.Lock()
+	if b := w.book; b != nil {
+		delete(b.replaced, c.before)
+		if removed {
+			b.removed[key] = ids
+		} else {
+			delete(b.removed, key)
+			b.replaced[after] = ids
+		}
 	}
-	toolsWrites.Unlock()
+	hiddenBooks.Unlock()
 	if !removed {
 		w.writeReplaced(c.name, after, ids)
 	}
 }
 
-// foldedKey is the key of a path in toolsWrites.removed: absolute, its
+// foldedKey is the key of a path in hiddenBook.removed: absolute, its
 // case folded, for a path that differs only in case from one removed
 // may be the same entry. What a note keeps are identities, which only
 // the file tools' own writes and removals put there: one of another
@@ -139,7 +191,7 @@ func foldedKey(dir, name string) string { return strings.ToLower(filepath.Join(d
 // refuses the command. No write of a hidden path of the process is
 // under way meanwhile. w.hideMu held.
 func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
-	w.lockHiddenTemp()
+	hiddenTempMu.Lock()
 	defer hiddenTempMu.Unlock()
 	ids := w.hiddenIDsLocked()
 	var changed []sandbox.HiddenPath
@@ -175,7 +227,7 @@ func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 // removedByTools reports whether undo removed the file id was at path
 // (absolute), or one that replaced it.
 func (w *Workspace) removedByTools(path string, id entryID) bool {
-	toolsWrites.Lock()
-	defer toolsWrites.Unlock()
-	return slices.Contains(toolsWrites.removed[strings.ToLower(path)], id)
+	hiddenBooks.Lock()
+	defer hiddenBooks.Unlock()
+	return w.book != nil && slices.Contains(w.book.removed[strings.ToLower(path)], id)
 }

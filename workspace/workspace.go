@@ -402,6 +402,10 @@ type Workspace struct {
 	// nil until then. It is replaced, never
 	// changed in place.
 	hiddenIDs []sandbox.HiddenPath
+	// book is where the process notes the writes of paths hidden from
+	// commands of the workspaces open on the directory (hiddenBook);
+	// nil without a sandbox.
+	book *hiddenBook
 
 	calls    sync.WaitGroup // in-flight calls
 	once     sync.Once
@@ -561,6 +565,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		hookNew(w)
 	}
 	if err := w.setUpSandbox(); err != nil {
+		w.closeBook()
 		rootDir.Close()
 		r.Close()
 		return nil, err
@@ -569,6 +574,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		w.env = sandboxTMPDIR(w.env, dir)
 		if err := w.checkShell(); err != nil {
 			w.releaseWarm()
+			w.closeBook()
 			rootDir.Close()
 			r.Close()
 			return nil, err
@@ -597,6 +603,9 @@ func (w *Workspace) setUpSandbox() error {
 	}
 	// Where links led paths to hide is kept for the directory, not for
 	// this Workspace: every Workspace open on it hides those places.
+	// So are the writes of paths to hide of the file tools (openBook),
+	// from before the paths are resolved.
+	w.openBook()
 	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits,
 		LinkTargets: sandbox.LinkTargetsOf(w.dir)}.WithDefaults()
 	var ledToSystem []sandbox.LinkToSystem
@@ -945,6 +954,7 @@ func (w *Workspace) Close() error {
 		w.warmers.Wait() // a preparation under way releases its sandbox itself
 		w.reapers.Wait()
 		w.rootDir.Close()
+		w.closeBook()
 		if w.hideLock != nil {
 			w.hideLock.Close() // unlocked: no command runs, no write is under way
 		}

@@ -25,18 +25,18 @@ import (
 // another: it goes with the file, and a file that takes the inode
 // number of one gone has none. The process keeps it too, in the book
 // of the directory (hiddenBook), for an undo's removal, which leaves
-// no file to carry it, and for a file that could not carry it; a book
-// lasts while a workspace is open on its directory, for those
-// workspaces alone need it (one opened later finds what is there), so
-// that what it says of an inode number is of a file of their days.
-// No command of these workspaces can set it, the file being
+// no file to carry it, and for a file that could not carry it (a file
+// system without user extended attributes, a file the process may not
+// change them on: other processes then take it for a move). A book
+// lasts while a workspace is open on its directory: those workspaces
+// alone need it (one opened later finds what is there), and what it
+// says of an inode number is then of a file of their days.
+//
+// No command of these workspaces can set the attribute, the file being
 // hidden from them from its rename on; one that can (a command of a
 // workspace open on a folder around this one, which does not hide the
 // path, or an unsandboxed one) could as well copy the file where
-// commands see it, which no identity tells. A file system without user extended attributes
-// (or a file the process may not change them on) leaves other
-// processes to their own writes; an undo's removal is noted in the
-// process only, as there is no file left to carry it. A note keeps the
+// commands see it, which no identity tells. A note keeps the
 // identities of the last maxReplaced files replaced at the path: a
 // workspace that set no sandbox up while more were written there (no
 // command ran in it) refuses its commands, as after a move, until it is
@@ -47,8 +47,8 @@ import (
 const maxReplaced = 32
 
 // replacedAttr is the extended attribute of a file the tools wrote at a
-// path hidden from commands that says what it replaced there, for the
-// workspaces of other processes (see writeReplaced).
+// path hidden from commands that says what it replaced there (see
+// writeReplaced).
 const replacedAttr = "user.polyweave.replaced"
 
 // hiddenBook holds the notes the process keeps for a workspace

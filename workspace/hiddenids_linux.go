@@ -10,9 +10,8 @@ import (
 )
 
 // readReplaced returns what the file id at name (relative to the root)
-// replaced, as the workspace of another process noted it on the file
-// (replacedAttr); nil when it carries no note, or name holds another
-// file by now.
+// replaced, as the write that made it noted on it (replacedAttr); nil
+// when it carries no note, or name holds another file by now.
 func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 	var ids []entryID
 	_ = w.withFile(name, id, func(fd int) error {
@@ -35,11 +34,10 @@ func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 }
 
 // writeReplaced notes on the file id at name (relative to the root),
-// which the tools just wrote, what it replaced (replacedAttr), for the
-// workspaces of other processes. A file system without user extended
-// attributes, or a file the process may not change them on (one it
-// may not write), is left without: other processes then take it for a
-// move.
+// which the tools just wrote, what it replaced (replacedAttr). A file
+// system without user extended attributes, or a file the process may
+// not change them on (one it may not write), leaves it without: the
+// workspaces of other processes then take it for a move.
 func (w *Workspace) writeReplaced(name string, id entryID, ids []entryID) {
 	if len(ids) == 0 {
 		return

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -26,11 +25,10 @@ import (
 // Once the lock is free, a command runs, and releases it as it ends.
 func TestCommandStartWaitsForTheRootLockWithinItsBounds(t *testing.T) {
 	requireSandbox(t)
-	dir := t.TempDir()
-	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(dir, "cfg/.env"), []byte("OLDSECRET"), 0o600))
-	ws, err := New(dir, &Options{Sandbox: SandboxRequired, CommandTimeout: 200 * time.Millisecond,
-		HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
+	dir := dirWithHiddenEnv(t)
+	opts := hiddenEnvOptions(dir)
+	opts.CommandTimeout = 200 * time.Millisecond
+	ws, err := New(dir, opts)
 	mustDo(t, err)
 	defer ws.Close()
 

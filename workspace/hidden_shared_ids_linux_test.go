@@ -21,11 +21,9 @@ import (
 // outside the tools is still caught by all of them.
 func TestHiddenPathWrittenByAnotherWorkspaceKeepsCommandsRunning(t *testing.T) {
 	requireSandbox(t)
-	dir := t.TempDir()
+	dir := dirWithHiddenEnv(t)
 	in := func(name string) string { return filepath.Join(dir, name) }
-	mustDo(t, os.Mkdir(in("cfg"), 0o755))
-	mustDo(t, os.WriteFile(in("cfg/.env"), []byte("OLDSECRET"), 0o600))
-	opts := &Options{Sandbox: SandboxRequired, HidePaths: []string{in("cfg/.env")}}
+	opts := hiddenEnvOptions(dir)
 	open := func() *Workspace {
 		ws, err := New(dir, opts)
 		mustDo(t, err)
@@ -89,20 +87,12 @@ func TestHiddenPathWrittenByAnotherWorkspaceKeepsCommandsRunning(t *testing.T) {
 func TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning(t *testing.T) {
 	requireSandbox(t)
 	if os.Getenv(childEnv) == t.Name() {
-		dir := os.Getenv(sharedDirEnv)
-		other, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
-		mustDo(t, err)
-		defer other.Close()
-		res, err := other.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: os.Getenv(sharedContentEnv)})
-		mustDo(t, err)
-		if !res.Success {
+		if res := writeEnvInChild(t, os.Getenv(sharedContentEnv)); !res.Success {
 			t.Errorf("the other process's write with no command running: %+v", res)
 		}
 		return
 	}
-	dir := t.TempDir()
-	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(dir, "cfg/.env"), []byte("OLDSECRET"), 0o600))
+	dir := dirWithHiddenEnv(t)
 	// The note that tells the other process's write from a move is an
 	// extended attribute of the file written.
 	probe := filepath.Join(dir, "probe.txt")
@@ -113,7 +103,7 @@ func TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning(t *testing.T) {
 		mustDo(t, err)
 	}
 	mustDo(t, os.Remove(probe))
-	ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
+	ws, err := New(dir, hiddenEnvOptions(dir))
 	mustDo(t, err)
 	defer ws.Close()
 	t.Setenv(sharedDirEnv, dir)
@@ -137,3 +127,33 @@ func TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning(t *testing.T) {
 // TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning what to
 // write.
 const sharedContentEnv = "POLYWEAVE_WORKSPACE_TEST_SHARED_CONTENT"
+
+// dirWithHiddenEnv is a new directory holding cfg/.env, the file
+// hiddenEnvOptions hides.
+func dirWithHiddenEnv(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
+	mustDo(t, os.WriteFile(filepath.Join(dir, "cfg/.env"), []byte("OLDSECRET"), 0o600))
+	return dir
+}
+
+// hiddenEnvOptions are the options of a workspace on dir that must
+// sandbox its commands and hides cfg/.env from them.
+func hiddenEnvOptions(dir string) *Options {
+	return &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "cfg/.env")}}
+}
+
+// writeEnvInChild is what the child process of a test of two processes
+// on one folder does: it opens a workspace on the directory
+// sharedDirEnv names, hiding cfg/.env, and writes content there.
+func writeEnvInChild(t *testing.T, content string) WriteFileResult {
+	t.Helper()
+	dir := os.Getenv(sharedDirEnv)
+	other, err := New(dir, hiddenEnvOptions(dir))
+	mustDo(t, err)
+	defer other.Close()
+	res, err := other.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: content})
+	mustDo(t, err)
+	return res
+}

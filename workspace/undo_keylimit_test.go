@@ -35,11 +35,7 @@ func TestNewJournal_NameLeavesNoRoomForSessions(t *testing.T) {
 	ctx := undoCtx(t)
 	mem := memstore.New(nil)
 	defer mem.Close()
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := boltJournalStore(t)
 	dir := t.TempDir()
 	ws, err := workspace.New(dir, nil)
 	if err != nil {
@@ -133,13 +129,7 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 		open func(t *testing.T) durability.Store
 	}{
 		{"memstore", func(t *testing.T) durability.Store { return memstore.New(nil) }},
-		{"boltstore", func(t *testing.T) durability.Store {
-			store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return store
-		}},
+		{"boltstore", func(t *testing.T) durability.Store { return boltJournalStore(t) }},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			store := s.open(t)
@@ -194,11 +184,7 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 // lists its writes, and Undo restores them and records the undo there.
 // Only a new key that long is refused, by the write that would make it.
 func TestJournal_ReadsJournalsUnderLongKeys(t *testing.T) {
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := boltJournalStore(t)
 	ctx := undoCtx(t)
 	dir := t.TempDir()
 	ws, j := newJournal(t, dir, store)
@@ -207,9 +193,7 @@ func TestJournal_ReadsJournalsUnderLongKeys(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte("A1"))
-	event := fmt.Sprintf(`{"write":{"call_id":"c1","path":"a.txt","existed":false,"new_hash":%q}}`, hex.EncodeToString(sum[:]))
-	if err := store.PersistEvent(ctx, key, 0, []byte(event)); err != nil {
+	if err := store.PersistEvent(ctx, key, 0, journalWrite("c1", "a.txt", "A1")); err != nil {
 		t.Fatalf("boltstore takes a key of %d bytes: %v", len(key), err)
 	}
 	changes, err := j.Changes(ctx, id)
@@ -299,11 +283,7 @@ func TestJournal_OldNameNotMovedToALongKey(t *testing.T) {
 		{"the previous version's key", func(id string) string { return keyOfV1(agent.DefaultName, id) }},
 	} {
 		t.Run(c.what, func(t *testing.T) {
-			store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer store.Close()
+			store := boltJournalStore(t)
 			ctx := undoCtx(t)
 			dir := t.TempDir()
 			ws, j := newJournal(t, dir, store)
@@ -312,9 +292,7 @@ func TestJournal_OldNameNotMovedToALongKey(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			sum := sha256.Sum256([]byte("A1"))
-			event := fmt.Sprintf(`{"write":{"call_id":"c1","path":"a.txt","existed":false,"new_hash":%q}}`, hex.EncodeToString(sum[:]))
-			if err := store.PersistEvent(ctx, old, 0, []byte(event)); err != nil {
+			if err := store.PersistEvent(ctx, old, 0, journalWrite("c1", "a.txt", "A1")); err != nil {
 				t.Fatal(err)
 			}
 			changes, err := j.Changes(ctx, id)
@@ -344,4 +322,16 @@ func TestJournal_OldNameNotMovedToALongKey(t *testing.T) {
 			}
 		})
 	}
+}
+
+// boltJournalStore is a new boltstore, closed after the test: a store
+// that takes keys longer than durability.MaxNameLen.
+func boltJournalStore(t *testing.T) *boltstore.Store {
+	t.Helper()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }

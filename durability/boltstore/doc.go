@@ -193,11 +193,19 @@
 // index, or records deleted since), so a read-only Open quarantines
 // those actors as if their pages were broken, and a writable Open
 // refuses the file, every time. The conflict is all that shows such a
-// page: only a read that walks a whole bucket is compared with its
-// summary, and a read of part of it (GetSnapshot, GetEvents from an
-// index or up to one) would serve the old records; a freelist rebuilt
-// from the tree no longer lists the page, so a later Open would find
-// nothing. [SalvageFile] recovers such a file, reading those actors from
+// page to Open. Reads compare what they meet with the actor's summary: a
+// read of a whole bucket its count and checksums; GetSnapshot the index
+// of the last snapshot and, when the bucket holds one, its checksum;
+// GetEvents from an index or up to one the indexes it meets (within the
+// summary's bounds, one after another when the bucket holds every index
+// between them, the last one last when it reaches the bucket's end).
+// That shows an old page whose records were deleted since, or that ends
+// before the bucket does, but not an older value of an event written
+// again at the same index, on an old page that holds the indexes of the
+// page it stands for, met by a read of part of the bucket; and a freelist
+// rebuilt from the tree no longer lists the page, so a later Open would
+// find nothing (nor would one of a file written with NoFreelistSync).
+// [SalvageFile] recovers such a file, reading those actors from
 // their pages with the listed pages left out (they may be the actor's
 // own, if the freelist is the damaged one: their records are lost with
 // them). If another part of the file reaches the listed pages, a

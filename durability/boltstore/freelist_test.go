@@ -350,68 +350,7 @@ func salvageListed(t *testing.T, path string, want map[string]*pagesActor, name 
 // and SalvageFile keeps no old record.
 func TestOpen_FreelistListsAnActorPageReopened(t *testing.T) {
 	path, want := pagesFile(t, false)
-	s, err := Open(path, &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := fmt.Appendf(nil, "big event 300 %s", strings.Repeat("b", 150))
-	if err := s.PersistEvent(t.Context(), "big", 300, data); err != nil {
-		t.Fatal(err)
-	}
-	want["big"].events[300] = data
-	// Event 299 written again: the old leaf's record of it is an older
-	// value of the same key and index, whose checksum checks.
-	data = fmt.Appendf(nil, "big event 299 written again %s", strings.Repeat("a", 150))
-	if err := s.PersistEvent(t.Context(), "big", 299, data); err != nil {
-		t.Fatal(err)
-	}
-	want["big"].events[299] = data
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	m := freelistAt(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := int(m.pageSize)
-	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
-	free := map[uint64]bool{}
-	fl := page(m.freelist)
-	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
-		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
-	}
-	var old, cur uint64
-	for p := uint64(2); p < m.pgid; p++ {
-		switch pg := page(p); {
-		case binary.LittleEndian.Uint16(pg[8:]) != leafPage:
-		case free[p] && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 ")):
-			old = p
-		case !free[p] && bytes.Contains(pg, []byte("big event 300 ")):
-			cur = p
-		}
-	}
-	if old == 0 || cur == 0 {
-		t.Fatalf("no free page holding the last leaf of \"big\" before the checkpoint (%d), or no page holding it now (%d)", old, cur)
-	}
-	at := -1
-	for p := uint64(2); p < m.pgid; p++ {
-		pg := page(p)
-		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
-			continue
-		}
-		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
-			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
-				at = int(p)*ps + e
-			}
-		}
-	}
-	if at < 0 {
-		t.Fatalf("no branch page points to page %d", cur)
-	}
-	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
-
+	redirectToOldLeaf(t, path, want, false)
 	for i, ro := range []bool{true, false, true, false} {
 		if !ro {
 			refusedWritable(t, path, "big")
@@ -524,4 +463,176 @@ func checkRange(t *testing.T, s *Store, name string, from, to uint64, want *page
 		t.Errorf("%s: %q events [%d, %d): %v, not a *durability.StoreError naming it with a DamageError", what, name, from, to, err)
 	}
 	return false
+}
+
+// redirectToOldLeaf writes event 300 of actor "big" in the pagesFile at
+// path, and event 299 again, then breaks the pointer of a branch of big's
+// events bucket that leads to its last leaf so that it leads to the page
+// that leaf had before (freed since, holding old records of its own that
+// check, event 299's older value among them). With dropFreelist the file
+// is first rewritten as bbolt does with NoFreelistSync, so that no
+// freelist lists the old page: nothing but big's summary knows of the
+// damage.
+func redirectToOldLeaf(t *testing.T, path string, want map[string]*pagesActor, dropFL bool) {
+	t.Helper()
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Appendf(nil, "big event 300 %s", strings.Repeat("b", 150))
+	if err := s.PersistEvent(t.Context(), "big", 300, data); err != nil {
+		t.Fatal(err)
+	}
+	want["big"].events[300] = data
+	// Event 299 written again: the old leaf's record of it is an older
+	// value of the same key and index, whose checksum checks.
+	data = fmt.Appendf(nil, "big event 299 written again %s", strings.Repeat("a", 150))
+	if err := s.PersistEvent(t.Context(), "big", 299, data); err != nil {
+		t.Fatal(err)
+	}
+	want["big"].events[299] = data
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
+	free := map[uint64]bool{}
+	fl := page(m.freelist)
+	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
+		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
+	}
+	var old, cur uint64
+	for p := uint64(2); p < m.pgid; p++ {
+		switch pg := page(p); {
+		case binary.LittleEndian.Uint16(pg[8:]) != leafPage:
+		case free[p] && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 ")):
+			old = p
+		case !free[p] && bytes.Contains(pg, []byte("big event 300 ")):
+			cur = p
+		}
+	}
+	if old == 0 || cur == 0 {
+		t.Fatalf("no free page holding the last leaf of \"big\" before the checkpoint (%d), or no page holding it now (%d)", old, cur)
+	}
+	at := -1
+	for p := uint64(2); p < m.pgid; p++ {
+		pg := page(p)
+		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
+			continue
+		}
+		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
+			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
+				at = int(p)*ps + e
+			}
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no branch page points to page %d", cur)
+	}
+	if dropFL {
+		dropFreelist(t, path)
+	}
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
+}
+
+// TestOpen_NoFreelistOldLeaf is TestOpen_FreelistListsAnActorPageReopened
+// in a file that records no freelist: no freelist lists the old leaf the
+// broken pointer leads to, so nothing at Open shows the damage, and
+// big's summary is all that can. A read of the whole bucket is compared
+// with it; so is one from an index on, which reaches the bucket's end,
+// whose last index the summary names (the old leaf ends before event
+// 300).
+func TestOpen_NoFreelistOldLeaf(t *testing.T) {
+	path, want := pagesFile(t, false)
+	redirectToOldLeaf(t, path, want, true)
+	for _, ro := range []bool{true, false} {
+		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+		if err != nil {
+			t.Fatalf("Open (read-only %t): %v", ro, err)
+		}
+		what := fmt.Sprintf("read-only %t", ro)
+		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{"big"}) {
+			t.Errorf("%s: actors failing: %q, want big alone", what, failed)
+		}
+		for _, r := range [][2]uint64{{299, 0}, {250, 0}, {1, 0}, {250, 300}, {299, 300}} {
+			if checkRange(t, s, "big", r[0], r[1], want["big"], what) {
+				t.Errorf("%s: events [%d, %d) of big read back, want damage", what, r[0], r[1])
+			}
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpen_NoFreelistOldSnapshot: actor "snap" writes a snapshot too big
+// to be kept inline, then another at the same index, in a later
+// checkpoint, and its snapshots bucket's root pointer is broken to lead
+// to the page of the first, freed since and holding it with a checksum
+// that checks. The file records no freelist, so nothing at Open shows
+// the damage. GetSnapshot reads the last snapshot alone, the one its
+// summary names, and when the bucket holds one, the summary's sum of
+// checksums is that snapshot's: the old one is refused as damaged.
+func TestOpen_NoFreelistOldSnapshot(t *testing.T) {
+	path, want := pagesFile(t, false)
+	first := fmt.Appendf(nil, "snap state at 5 %s", strings.Repeat("o", 2000))
+	again := fmt.Appendf(nil, "snap state at 5 written again %s", strings.Repeat("n", 2000))
+	for _, data := range [][]byte{first, again} {
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PersistSnapshot(t.Context(), "snap", 5, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want["snap"] = &pagesActor{events: map[uint64][]byte{}, snapshot: again}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	// The root of snap's snapshots bucket, its pointer, and a leaf page
+	// holding the first snapshot (the log's pages may hold copies too).
+	old, at := -1, -1
+	for p := 2; p < int(m.pgid); p++ {
+		pg := b[p*ps : (p+1)*ps]
+		if binary.LittleEndian.Uint16(pg[8:]) != leafPage {
+			continue
+		}
+		if bytes.Contains(pg, first[:40]) {
+			old = p
+		}
+		if i := bytes.Index(b, append([]byte("snapshots"), binary.LittleEndian.AppendUint64(nil, uint64(p))...)); i >= 0 && bytes.Contains(pg, again[:40]) {
+			at = i + len("snapshots")
+		}
+	}
+	if old < 0 || at < 0 {
+		t.Fatalf("no leaf page holds the first snapshot (%d), or no snapshots bucket's root the second (%d)", old, at)
+	}
+	dropFreelist(t, path)
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, uint64(old)), int64(at))
+
+	for _, ro := range []bool{true, false} {
+		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+		if err != nil {
+			t.Fatalf("Open (read-only %t): %v", ro, err)
+		}
+		what := fmt.Sprintf("read-only %t", ro)
+		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{"snap"}) {
+			t.Errorf("%s: actors failing: %q, want snap alone", what, failed)
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+			t.Fatal(err)
+		}
+	}
 }

@@ -81,7 +81,10 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 		if b != nil {
 			// A walk from the bucket's first entry to its end is compared
 			// with the summary: records lost to a damaged page are found.
+			// A walk of part of it is compared with what the summary says
+			// of the indexes it meets.
 			w := walkCheck{first: start <= sm.events.min}
+			ic := newIndexCheck(sm.events, start)
 			size := 0
 			c := b.Cursor()
 			k, v := c.Seek(indexKey(start))
@@ -92,6 +95,9 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 				i := decodeIndex(k)
 				if to != 0 && i >= to {
 					break
+				}
+				if !ic.meet(i) && !s.legacy {
+					return nil, false, s.misplaced(durability.RecordEvent, &ic, i, v)
 				}
 				if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
 					more = true
@@ -106,9 +112,13 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 				w.count++
 				w.sum += storedSum(v)
 			}
-			if k == nil && w.first && !s.legacy {
-				if err := s.verifyWalk(durability.RecordEvent, w, sm.events); err != nil {
-					return nil, false, err
+			if k == nil && !s.legacy {
+				if w.first {
+					if err := s.verifyWalk(durability.RecordEvent, w, sm.events); err != nil {
+						return nil, false, err
+					}
+				} else if !ic.atEnd(start) {
+					return nil, false, s.misplaced(durability.RecordEvent, &ic, ic.last, nil)
 				}
 			}
 		}
@@ -148,9 +158,18 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 			if k != nil && len(k) != 8 {
 				return s.damagedKey(durability.RecordSnapshot, k)
 			}
+			// The last snapshot alone is read: it must be the one the
+			// summary names and, when the bucket holds one, have the
+			// checksum the summary sums (an older value written at the same
+			// index, on a page freed since that a broken pointer leads to,
+			// has its own).
 			if !s.legacy && ((k == nil) != (sm.snapshots.count == 0) || k != nil && decodeIndex(k) != sm.snapshots.max) {
 				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: -1,
 					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
+			}
+			if !s.legacy && sm.snapshots.count == 1 && storedSum(v) != sm.snapshots.sum {
+				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: s.fileOffset(v),
+					Reason: fmt.Sprintf("its one snapshot, at %d, is not the one its summary names (its checksum differs): an old one read from a page freed since", sm.snapshots.max)}
 			}
 			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
 				data, err := s.openValue(&checker{kind: durability.RecordSnapshot, name: name}, decodeIndex(k), v)

@@ -183,9 +183,13 @@
 // meta page naming it, as a commit would. When the freelist lists pages
 // the tree uses, one of the two is damaged, and which cannot be told,
 // whatever else the freelist holds: an entry no freelist holds (a page
-// past the end, its own, one twice) shows the freelist damaged, but not
-// that the tree is intact, since a pointer to a listed page may be broken
-// as well. If
+// past the end, its own, one twice), or a header giving the page another
+// id, shows the freelist damaged, but not that the tree is intact, since
+// a pointer to a listed page may be broken as well. (A count or overflow
+// that does not fit leaves the list's end unknown: the ids the page
+// holds are read, and one the tree uses refuses a writable Open, though
+// no actor is quarantined, since past the list's end the page may hold
+// ids of an earlier freelist.) If
 // those pages are reached from actors' buckets alone, the damage is
 // theirs either way (a broken pointer of an actor may lead to a page
 // freed since, holding old records of its own whose checksums check:

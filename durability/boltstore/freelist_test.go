@@ -636,3 +636,66 @@ func TestOpen_NoFreelistOldSnapshot(t *testing.T) {
 		}
 	}
 }
+
+// TestOpen_FreelistHeaderAndAnActorPage: the freelist lists a page of
+// actor "big", and its header is damaged too. Damage to the header does
+// not end the freelist's check, which would have the writable Open
+// rebuild the freelist from the tree and hide from later Opens a broken
+// pointer of big that leads to a page freed since. A page that gives
+// itself another id still delimits its list: the listed page is
+// quarantined as with a sound header. A count or overflow that does not
+// fit leaves the list's end unknown: the ids the page holds are read,
+// and one in use refuses a writable Open, but a read-only Open reads
+// every actor (past the real end the page may hold ids of an earlier
+// freelist).
+func TestOpen_FreelistHeaderAndAnActorPage(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		header      func(m meta) (b []byte, at int64) // relative to the page
+		quarantined []string
+	}{
+		{"misnumbered", func(m meta) ([]byte, int64) {
+			return binary.LittleEndian.AppendUint64(nil, m.pgid+3), 0
+		}, []string{"big"}},
+		{"overflow past the end", func(m meta) ([]byte, int64) {
+			return binary.LittleEndian.AppendUint32(nil, uint32(m.pgid)), 12
+		}, nil},
+		{"count past the page", func(m meta) ([]byte, int64) {
+			return []byte{0xff, 0xff}, 10 // the count is then the first element: big's page id
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, want := pagesFile(t, false)
+			m := freelistAt(t, path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fl := int64(m.freelist) * int64(m.pageSize)
+			big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+			entries := binary.LittleEndian.AppendUint64(nil, big)
+			if tc.name == "count past the page" {
+				entries = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1<<40), big)
+			}
+			writeAt(t, path, entries, fl+pageHeaderSize)
+			h, at := tc.header(m)
+			writeAt(t, path, h, fl+at)
+
+			ro, err := Open(path, &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open: %v", err)
+			}
+			if failed := checkPages(t, ro, want, "read-only"); !slices.Equal(failed, tc.quarantined) {
+				t.Errorf("read-only: actors failing: %q, want %q", failed, tc.quarantined)
+			}
+			if err := ro.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+				t.Fatal(err)
+			}
+			if tc.quarantined != nil {
+				refusedWritable(t, path, "big")
+				return
+			}
+			refusedUnchanged(t, path, "freelist", fmt.Sprintf("list page %d", big), "in use", "salvage")
+		})
+	}
+}

@@ -219,7 +219,7 @@ func validateFile(ctx context.Context, f *os.File, path string, metaFallback boo
 			ferr.Reason += conflictRefused
 			break
 		}
-		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined (either its pointer, which may lead to a page of old records freed since, or the freelist is damaged, and which cannot be told): a read-only Open reads the other actors; a writable Open refuses the file, as a freelist rebuilt from the tree would hide the damage from later Opens (polyweave-store salvage copies what is intact into a new file)", strings.Join(names, ", "))
+		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined (either its pointer, which may lead to a page of old records freed since, or the freelist is damaged, and which cannot be told): a read-only Open reads the other actors; a writable Open refuses the file, as a freelist rebuilt from the tree would hide the damage from later Opens (polyweave-store salvage copies what is intact into a new file)", quote.Names(names, "actor name"))
 	case conflict:
 		ferr.Reason += conflictRefused
 	case dmg != nil:
@@ -239,7 +239,7 @@ const conflictRefused = "; either the freelist or the tree that uses the page is
 // page of t.listedInUse (the pages the freelist lists that the tree
 // uses), with that damage and those pages to leave out when Salvage or
 // Verify reads the actor from its pages (they may be pages freed since,
-// holding old records that check), and returns their quoted names; or
+// holding old records that check), and returns their names; or
 // nil, and leaves t as it was, if a page is reached from anywhere else.
 func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	ps := int64(m.pageSize)
@@ -265,7 +265,7 @@ func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	var names []string
 	for _, name := range slices.Sorted(maps.Keys(found)) {
 		t.actors[name] = &actorPages{err: found[name], header: headers[name], skip: skip[name]}
-		names = append(names, quote.Name(name, "actor name"))
+		names = append(names, name)
 	}
 	return names
 }

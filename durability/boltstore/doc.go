@@ -198,7 +198,10 @@
 // those actors as if their pages were broken, and a writable Open
 // refuses the file, every time. The conflict is all that shows such a
 // page to Open. Reads compare what they meet with the actor's summary: a
-// read of a whole bucket its count and checksums; GetSnapshot the index
+// read of a whole bucket its count and checksums (GetEvents reads a
+// thousand events or so per transaction: the pages of a longer read are
+// compared together if they all find the same summary, that is if no
+// checkpoint changed the actor's events between them); GetSnapshot the index
 // of the last snapshot and, when the bucket holds one, its checksum;
 // GetEvents from an index or up to one the indexes it meets (within the
 // summary's bounds, one after another when the bucket holds every index

@@ -699,3 +699,101 @@ func TestOpen_FreelistHeaderAndAnActorPage(t *testing.T) {
 		})
 	}
 }
+
+// TestOpen_NoFreelistOldLeafLongRead: actor "long" holds 3000 events,
+// more than one transaction of GetEvents reads, and event 1500 is
+// written again, in a later checkpoint; a pointer of its events bucket
+// is broken to lead to the page that leaf had before, freed since and
+// holding event 1500's older value with a checksum that checks, in a
+// file that records no freelist. A read of all its events, in pages of
+// their own transactions read from the same commit, walks the whole
+// bucket, and is compared with its summary as a read in one transaction
+// is.
+func TestOpen_NoFreelistOldLeafLongRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.db")
+	events := map[uint64][]byte{}
+	for round := range 2 {
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range uint64(3000) {
+			if round == 1 && i != 1500 {
+				continue
+			}
+			data := fmt.Appendf(nil, "long event %04d %s", i, strings.Repeat("l", 60))
+			if round == 1 {
+				data = fmt.Appendf(nil, "long event %04d written again %s", i, strings.Repeat("a", 48))
+			}
+			if err := s.PersistEvent(t.Context(), "long", i, data); err != nil {
+				t.Fatal(err)
+			}
+			events[i] = data
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
+	free := map[uint64]bool{}
+	fl := page(m.freelist)
+	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
+		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
+	}
+	// A leaf of long's events bucket (not of the log): its first value
+	// is an event's, its checksum then its data.
+	eventsLeaf := func(pg []byte) bool {
+		if binary.LittleEndian.Uint16(pg[8:]) != leafPage || binary.LittleEndian.Uint16(pg[10:]) == 0 {
+			return false
+		}
+		e := pageHeaderSize
+		pos, ksize, vsize := int(binary.LittleEndian.Uint32(pg[e+4:])), int(binary.LittleEndian.Uint32(pg[e+8:])), int(binary.LittleEndian.Uint32(pg[e+12:]))
+		v := e + pos + ksize
+		return ksize == 8 && v+vsize <= len(pg) && vsize > crcSize && bytes.HasPrefix(pg[v+crcSize:v+vsize], []byte("long event "))
+	}
+	var old, cur uint64
+	for p := uint64(2); p < m.pgid; p++ {
+		switch pg := page(p); {
+		case !eventsLeaf(pg):
+		case free[p] && bytes.Contains(pg, []byte("long event 1500 lll")):
+			old = p
+		case !free[p] && bytes.Contains(pg, []byte("long event 1500 written again")):
+			cur = p
+		}
+	}
+	if old == 0 || cur == 0 {
+		t.Fatalf("no free leaf holding event 1500 as first written (%d), or no leaf holding it now (%d)", old, cur)
+	}
+	at := -1
+	for p := uint64(2); p < m.pgid; p++ {
+		pg := page(p)
+		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
+			continue
+		}
+		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
+			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
+				at = int(p)*ps + e
+			}
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no branch page points to page %d", cur)
+	}
+	dropFreelist(t, path)
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
+
+	s, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if checkRange(t, s, "long", 0, 0, &pagesActor{events: events}, "a read of every event") {
+		t.Error("every event of long read back, want damage")
+	}
+}

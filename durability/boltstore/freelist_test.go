@@ -494,6 +494,20 @@ func redirectToOldLeaf(t *testing.T, path string, want map[string]*pagesActor, d
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
+	leaf := func(pg []byte) bool { return binary.LittleEndian.Uint16(pg[8:]) == leafPage }
+	pointToOldLeaf(t, path, "the last leaf of \"big\" before the checkpoint", func(pg []byte) bool {
+		return leaf(pg) && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 "))
+	}, func(pg []byte) bool {
+		return leaf(pg) && bytes.Contains(pg, []byte("big event 300 "))
+	}, dropFL)
+}
+
+// pointToOldLeaf breaks the pointer of the branch page that leads to the
+// leaf in use for which isCur holds so that it leads to the free page
+// (what) for which isOld holds; with dropFL, it first rewrites the file
+// as bbolt does with NoFreelistSync.
+func pointToOldLeaf(t *testing.T, path, what string, isOld, isCur func(pg []byte) bool, dropFL bool) {
+	t.Helper()
 	m := freelistAt(t, path)
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -509,15 +523,14 @@ func redirectToOldLeaf(t *testing.T, path string, want map[string]*pagesActor, d
 	var old, cur uint64
 	for p := uint64(2); p < m.pgid; p++ {
 		switch pg := page(p); {
-		case binary.LittleEndian.Uint16(pg[8:]) != leafPage:
-		case free[p] && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 ")):
+		case free[p] && isOld(pg):
 			old = p
-		case !free[p] && bytes.Contains(pg, []byte("big event 300 ")):
+		case !free[p] && isCur(pg):
 			cur = p
 		}
 	}
 	if old == 0 || cur == 0 {
-		t.Fatalf("no free page holding the last leaf of \"big\" before the checkpoint (%d), or no page holding it now (%d)", old, cur)
+		t.Fatalf("no free page holding %s (%d), or no page holding it now (%d)", what, old, cur)
 	}
 	at := -1
 	for p := uint64(2); p < m.pgid; p++ {
@@ -734,18 +747,6 @@ func TestOpen_NoFreelistOldLeafLongRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	m := freelistAt(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := int(m.pageSize)
-	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
-	free := map[uint64]bool{}
-	fl := page(m.freelist)
-	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
-		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
-	}
 	// A leaf of long's events bucket (not of the log): its first value
 	// is an event's, its checksum then its data.
 	eventsLeaf := func(pg []byte) bool {
@@ -757,36 +758,11 @@ func TestOpen_NoFreelistOldLeafLongRead(t *testing.T) {
 		v := e + pos + ksize
 		return ksize == 8 && v+vsize <= len(pg) && vsize > crcSize && bytes.HasPrefix(pg[v+crcSize:v+vsize], []byte("long event "))
 	}
-	var old, cur uint64
-	for p := uint64(2); p < m.pgid; p++ {
-		switch pg := page(p); {
-		case !eventsLeaf(pg):
-		case free[p] && bytes.Contains(pg, []byte("long event 1500 lll")):
-			old = p
-		case !free[p] && bytes.Contains(pg, []byte("long event 1500 written again")):
-			cur = p
-		}
-	}
-	if old == 0 || cur == 0 {
-		t.Fatalf("no free leaf holding event 1500 as first written (%d), or no leaf holding it now (%d)", old, cur)
-	}
-	at := -1
-	for p := uint64(2); p < m.pgid; p++ {
-		pg := page(p)
-		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
-			continue
-		}
-		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
-			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
-				at = int(p)*ps + e
-			}
-		}
-	}
-	if at < 0 {
-		t.Fatalf("no branch page points to page %d", cur)
-	}
-	dropFreelist(t, path)
-	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
+	pointToOldLeaf(t, path, "event 1500 as first written", func(pg []byte) bool {
+		return eventsLeaf(pg) && bytes.Contains(pg, []byte("long event 1500 lll"))
+	}, func(pg []byte) bool {
+		return eventsLeaf(pg) && bytes.Contains(pg, []byte("long event 1500 written again"))
+	}, true)
 
 	s, err := Open(path, &Options{ReadOnly: true})
 	if err != nil {

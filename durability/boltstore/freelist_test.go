@@ -392,17 +392,10 @@ func TestOpen_FreelistListsAnActorPageAndGarbage(t *testing.T) {
 	for _, garbage := range []string{"past the end", "its own page", "a page twice"} {
 		for _, actorFirst := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/actorFirst=%t", garbage, actorFirst), func(t *testing.T) {
-				path, want := pagesFile(t, false)
-				m := freelistAt(t, path)
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fl := int64(m.freelist) * int64(m.pageSize)
+				path, want, m, b, fl, big := freelistAndBig(t)
 				if n := binary.LittleEndian.Uint16(b[fl+10:]); n < 3 || n == 0xFFFF {
 					t.Fatalf("the freelist lists %d pages, want 3 to 65534", n)
 				}
-				big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
 				g := map[string]uint64{
 					"past the end": m.pgid + 5,
 					"its own page": m.freelist,
@@ -563,19 +556,31 @@ func pointToOldLeaf(t *testing.T, path, what string, isOld, isCur func(pg []byte
 func TestOpen_NoFreelistOldLeaf(t *testing.T) {
 	path, want := pagesFile(t, false)
 	redirectToOldLeaf(t, path, want, true)
+	failsAlone(t, path, want, "big", func(s *Store, what string) {
+		for _, r := range [][2]uint64{{299, 0}, {250, 0}, {1, 0}, {250, 300}, {299, 300}} {
+			if checkRange(t, s, "big", r[0], r[1], want["big"], what) {
+				t.Errorf("%s: events [%d, %d) of big read back, want damage", what, r[0], r[1])
+			}
+		}
+	})
+}
+
+// failsAlone opens path read-only, then for writing, and checks each
+// time that every actor of want but name reads back what was written
+// and that name fails with damage; then it calls more, if not nil.
+func failsAlone(t *testing.T, path string, want map[string]*pagesActor, name string, more func(s *Store, what string)) {
+	t.Helper()
 	for _, ro := range []bool{true, false} {
 		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
 		if err != nil {
 			t.Fatalf("Open (read-only %t): %v", ro, err)
 		}
 		what := fmt.Sprintf("read-only %t", ro)
-		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{"big"}) {
-			t.Errorf("%s: actors failing: %q, want big alone", what, failed)
+		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{name}) {
+			t.Errorf("%s: actors failing: %q, want %s alone", what, failed, name)
 		}
-		for _, r := range [][2]uint64{{299, 0}, {250, 0}, {1, 0}, {250, 300}, {299, 300}} {
-			if checkRange(t, s, "big", r[0], r[1], want["big"], what) {
-				t.Errorf("%s: events [%d, %d) of big read back, want damage", what, r[0], r[1])
-			}
+		if more != nil {
+			more(s, what)
 		}
 		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
 			t.Fatal(err)
@@ -635,19 +640,7 @@ func TestOpen_NoFreelistOldSnapshot(t *testing.T) {
 	dropFreelist(t, path)
 	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, uint64(old)), int64(at))
 
-	for _, ro := range []bool{true, false} {
-		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
-		if err != nil {
-			t.Fatalf("Open (read-only %t): %v", ro, err)
-		}
-		what := fmt.Sprintf("read-only %t", ro)
-		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{"snap"}) {
-			t.Errorf("%s: actors failing: %q, want snap alone", what, failed)
-		}
-		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
-			t.Fatal(err)
-		}
-	}
+	failsAlone(t, path, want, "snap", nil)
 }
 
 // TestOpen_FreelistHeaderAndAnActorPage: the freelist lists a page of
@@ -678,14 +671,7 @@ func TestOpen_FreelistHeaderAndAnActorPage(t *testing.T) {
 		}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			path, want := pagesFile(t, false)
-			m := freelistAt(t, path)
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fl := int64(m.freelist) * int64(m.pageSize)
-			big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+			path, want, m, _, fl, big := freelistAndBig(t)
 			entries := binary.LittleEndian.AppendUint64(nil, big)
 			if tc.name == "count past the page" {
 				entries = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1<<40), big)
@@ -772,4 +758,20 @@ func TestOpen_NoFreelistOldLeafLongRead(t *testing.T) {
 	if checkRange(t, s, "long", 0, 0, &pagesActor{events: events}, "a read of every event") {
 		t.Error("every event of long read back, want damage")
 	}
+}
+
+// freelistAndBig writes a pagesFile and returns its path, what it holds,
+// its meta, its bytes, the offset of its freelist page and the id of a
+// page of actor big's (the one that holds event 150).
+func freelistAndBig(t *testing.T) (path string, want map[string]*pagesActor, m meta, b []byte, fl int64, big uint64) {
+	t.Helper()
+	path, want = pagesFile(t, false)
+	m = freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl = int64(m.freelist) * int64(m.pageSize)
+	big = uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+	return path, want, m, b, fl, big
 }

@@ -172,12 +172,36 @@ func spawnSiblings(t *testing.T, rt *Runtime, spec Spec, ids *lateIDs) Ref {
 	return ref
 }
 
+// failSiblings spawns a siblings duplex with children a and b under rt,
+// noting its ids in ids, and has it fail a and then b.
+func failSiblings(t *testing.T, rt *Runtime, ids *lateIDs, a, b Spec, decide supervisor.Decider) {
+	t.Helper()
+	ref := spawnSiblings(t, rt, siblings(a, b, decide, func(c Context, a, b Ref) { failInTurn(c, nil, a, b) }), ids)
+	rt.Send(ref, messages.Text("go", "go"))
+}
+
 // isState matches the event that reports id in state after restarts
 // restarts.
 func isState(id *string, state ActorState, restarts int) func(ActorEvent) bool {
 	return func(ev ActorEvent) bool {
 		return ev.Actor.ID == *id && ev.Actor.State == state && ev.Actor.Restarts == restarts
 	}
+}
+
+// isStopped matches the event that reports id stopped.
+func isStopped(id *string) func(ActorEvent) bool {
+	return func(ev ActorEvent) bool { return ev.Actor.ID == *id && ev.Actor.State == ActorStopped }
+}
+
+// watchedRuntime starts a runtime that t's cleanup closes, with the
+// events its watchers are told recorded, and returns it with a context
+// that bounds the test's waits.
+func watchedRuntime(t *testing.T) (context.Context, *Runtime, *eventLog[ActorEvent], *eventLog[supervisor.Event]) {
+	t.Helper()
+	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
+	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
+	t.Cleanup(rt.WatchActors(acts.add))
+	return testContext(t), rt, acts, told
 }
 
 // toldAbout matches the supervision event about reason.
@@ -199,11 +223,8 @@ func affecting(evs []supervisor.Event, id string) []supervisor.Event {
 // once, as the restart it carries out, and every restart is counted once.
 func TestObserve_SiblingRestartReportsUndecidedFailure(t *testing.T) {
 	boomA, boomB := errors.New("boom a"), errors.New("boom b")
-	ctx := testContext(t)
 	var ids lateIDs
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	decide := func(err error) supervisor.Directive {
 		if errors.Is(err, boomB) {
 			// The decision about b waits until a's restarted b.
@@ -211,11 +232,7 @@ func TestObserve_SiblingRestartReportsUndecidedFailure(t *testing.T) {
 		}
 		return supervisor.Restart
 	}
-	spec := siblings(failsWith("a", nil, boomA), failsWith("b", nil, boomB), decide, func(c Context, a, b Ref) {
-		failInTurn(c, nil, a, b)
-	})
-	ref := spawnSiblings(t, rt, spec, &ids)
-	rt.Send(ref, messages.Text("go", "go"))
+	failSiblings(t, rt, &ids, failsWith("a", nil, boomA), failsWith("b", nil, boomB), decide)
 	waitFor(t, ctx, told.when(toldAbout(boomB)), "the decision about b")
 	// That decision restarts b's second incarnation too (all-for-one).
 	waitFor(t, ctx, acts.when(isState(&ids.b, ActorRunning, 2)), "b's second restart")
@@ -259,18 +276,14 @@ func TestObserve_SiblingRestartReportsUndecidedFailure(t *testing.T) {
 // announces no restart of b.
 func TestObserve_LateDecisionNotCreditedToNextIncarnation(t *testing.T) {
 	boomA, boomB, boomB2 := errors.New("boom a"), errors.New("boom b"), errors.New("boom b again")
-	ctx := testContext(t)
 	var ids lateIDs
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	decide := func(err error) supervisor.Directive {
 		if errors.Is(err, boomB) {
 			// The decision about b's first failure waits until b,
 			// restarted for a's, has failed again, with a stop written
 			// into it after the call that failed it.
-			await(ctx, acts.when(isState(&ids.b, ActorRunning, 1)))
-			pid, mb := lookup(t, rt, ids.b)
+			pid, mb := restartedB(ctx, t, rt, acts, &ids)
 			rt.system.Root.Send(pid, messages.Text("f", "fail"))
 			rt.system.Root.Poison(pid)
 			for mb.failures.Load() < 2 && ctx.Err() == nil {
@@ -280,16 +293,12 @@ func TestObserve_LateDecisionNotCreditedToNextIncarnation(t *testing.T) {
 		if errors.Is(err, boomB2) {
 			// The decision about b's second failure waits until b
 			// has stopped.
-			await(ctx, acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == ids.b && ev.Actor.State == ActorStopped }))
+			await(ctx, acts.when(isStopped(&ids.b)))
 		}
 		return supervisor.Restart
 	}
-	spec := siblings(failsWith("a", nil, boomA), failsWith("b", nil, boomB, boomB2), decide, func(c Context, a, b Ref) {
-		failInTurn(c, nil, a, b)
-	})
-	ref := spawnSiblings(t, rt, spec, &ids)
-	rt.Send(ref, messages.Text("go", "go"))
-	stopped := acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == ids.b && ev.Actor.State == ActorStopped })
+	failSiblings(t, rt, &ids, failsWith("a", nil, boomA), failsWith("b", nil, boomB, boomB2), decide)
+	stopped := acts.when(isStopped(&ids.b))
 	waitFor(t, ctx, stopped, "b's stop")
 	waitFor(t, ctx, told.when(toldAbout(boomB2)), "the decision about b's second failure")
 
@@ -321,6 +330,13 @@ func await(ctx context.Context, ch <-chan struct{}) {
 	case <-ch:
 	case <-ctx.Done():
 	}
+}
+
+// restartedB waits until the b of a siblings duplex has been restarted
+// once (or ctx ends), and returns its pid and mailbox.
+func restartedB(ctx context.Context, t *testing.T, rt *Runtime, acts *eventLog[ActorEvent], ids *lateIDs) (*actor.PID, *mailbox) {
+	await(ctx, acts.when(isState(&ids.b, ActorRunning, 1)))
+	return lookup(t, rt, ids.b)
 }
 
 // lookup returns the pid and the mailbox of the duplex id, failing t when

@@ -24,28 +24,20 @@ import (
 // of b.
 func TestObserve_RestartedThenStoppedReportsFailure(t *testing.T) {
 	boomA, boomB := errors.New("boom a"), errors.New("boom b")
-	ctx := testContext(t)
 	var ids lateIDs
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	decide := func(err error) supervisor.Directive {
 		if errors.Is(err, boomB) {
 			// The decision about b waits until b, restarted for a's
 			// failure, has stopped (a system stop, as a stopping
 			// parent sends).
-			await(ctx, acts.when(isState(&ids.b, ActorRunning, 1)))
-			pid, _ := lookup(t, rt, ids.b)
+			pid, _ := restartedB(ctx, t, rt, acts, &ids)
 			rt.system.Root.Stop(pid)
-			await(ctx, acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == ids.b && ev.Actor.State == ActorStopped }))
+			await(ctx, acts.when(isStopped(&ids.b)))
 		}
 		return supervisor.Restart
 	}
-	spec := siblings(failsWith("a", nil, boomA), failsWith("b", nil, boomB), decide, func(c Context, a, b Ref) {
-		failInTurn(c, nil, a, b)
-	})
-	ref := spawnSiblings(t, rt, spec, &ids)
-	rt.Send(ref, messages.Text("go", "go"))
+	failSiblings(t, rt, &ids, failsWith("a", nil, boomA), failsWith("b", nil, boomB), decide)
 	waitFor(t, ctx, told.when(toldAbout(boomB)), "the decision about b")
 
 	evs := of(acts, ids.b)
@@ -67,11 +59,8 @@ func TestObserve_RestartedThenStoppedReportsFailure(t *testing.T) {
 // its failure as its last failure, once, and the decision, which the
 // stopping parent takes after, announces no restart.
 func TestObserve_SubtreeStopBeforeDecisionReportsFailure(t *testing.T) {
-	ctx := testContext(t)
 	boom := errors.New("boom")
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	// c fails once the stop of its parent's subtree is posted to it.
 	failing := make(chan struct{})
 	child := Spec{Name: "c", New: func() Logic {
@@ -131,11 +120,8 @@ func TestObserve_SubtreeStopBeforeDecisionReportsFailure(t *testing.T) {
 // will not restart.
 func TestObserve_NoRestartAnnouncedAfterStopWon(t *testing.T) {
 	boomA, boomB := errors.New("boom a"), errors.New("boom b")
-	ctx := testContext(t)
 	var ids lateIDs
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	// b's incarnation ends (its stop won) and waits, before it takes
 	// its stop, until the decision about a is told.
 	ending := make(chan struct{})
@@ -157,7 +143,7 @@ func TestObserve_NoRestartAnnouncedAfterStopWon(t *testing.T) {
 	})
 	ref := spawnSiblings(t, rt, spec, &ids)
 	rt.Send(ref, messages.Text("go", "go"))
-	waitFor(t, ctx, acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == ids.b && ev.Actor.State == ActorStopped }), "b's stop")
+	waitFor(t, ctx, acts.when(isStopped(&ids.b)), "b's stop")
 	waitFor(t, ctx, acts.when(isState(&ids.a, ActorRunning, 2)), "a's second restart")
 
 	if got := affecting(told.all(), ids.b); len(got) != 0 {
@@ -175,11 +161,8 @@ func TestObserve_NoRestartAnnouncedAfterStopWon(t *testing.T) {
 // still stopping when the decision comes (its own child g has not
 // stopped yet): the restart decided is dropped, not announced.
 func TestObserve_StoppingChildNoRestartAnnounced(t *testing.T) {
-	ctx := testContext(t)
 	boom := errors.New("boom")
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	// g, c's child, ends once its grandparent has taken the decision.
 	decided := make(chan struct{})
 	g := Spec{Name: "g", New: func() Logic { return &lateLogic{onEnd: func() { await(ctx, decided) }} }}
@@ -207,7 +190,7 @@ func TestObserve_StoppingChildNoRestartAnnounced(t *testing.T) {
 		p.Send(child, messages.Text("f", "fail"))
 		waitQueued(p.(*shell).mb, 0, 1)
 		rt.system.Root.Stop(child.pid)
-		await(ctx, acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == cID && ev.Actor.State == ActorStopped }))
+		await(ctx, acts.when(isStopped(&cID)))
 	})
 	ref, err := rt.Spawn(parent)
 	if err != nil {
@@ -257,12 +240,9 @@ func (l *holdLogic) Receive(c Context, msg any) {
 // it, restarts it (the stop waits behind the restart: see mailbox.stops)
 // and is announced as a restart of b.
 func TestObserve_LateRestartOfNextIncarnationAnnounced(t *testing.T) {
-	ctx := testContext(t)
 	boomA, boomB := errors.New("boom a"), errors.New("boom b")
 	var ids lateIDs
-	acts, told := &eventLog[ActorEvent]{}, &eventLog[supervisor.Event]{}
-	rt := startRuntimeWith(t, &RuntimeOptions{OnSupervision: told.add})
-	t.Cleanup(rt.WatchActors(acts.add))
+	ctx, rt, acts, told := watchedRuntime(t)
 	held, release := make(chan struct{}), make(chan struct{})
 	b := Spec{Name: "b", New: func() Logic { return &holdLogic{ctx: ctx, err: boomB, held: held, release: release} }}
 	var once sync.Once
@@ -280,14 +260,10 @@ func TestObserve_LateRestartOfNextIncarnationAnnounced(t *testing.T) {
 		}
 		return supervisor.Restart
 	}
-	spec := siblings(failsWith("a", nil, boomA), b, decide, func(c Context, a, b Ref) {
-		failInTurn(c, nil, a, b)
-	})
-	ref := spawnSiblings(t, rt, spec, &ids)
-	rt.Send(ref, messages.Text("go", "go"))
+	failSiblings(t, rt, &ids, failsWith("a", nil, boomA), b, decide)
 	waitFor(t, ctx, told.when(toldAbout(boomB)), "the decision about b")
 	close(release)
-	waitFor(t, ctx, acts.when(func(ev ActorEvent) bool { return ev.Actor.ID == ids.b && ev.Actor.State == ActorStopped }), "b's stop")
+	waitFor(t, ctx, acts.when(isStopped(&ids.b)), "b's stop")
 
 	if got := affecting(told.all(), ids.b); len(got) != 2 {
 		t.Errorf("the restarts announced for b are %+v, want a's and then its own", got)

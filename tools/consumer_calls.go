@@ -3,6 +3,7 @@ package tools
 import (
 	"slices"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/internal/prune"
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -140,6 +141,17 @@ func (o *consumerCalls) emit(f *messages.Frame) {
 			o.pruneIfFull()
 		}
 		o.lastEmit = stream
+	}
+}
+
+// resumeAnswered notes the answer a supervisor's Resume gave one of the
+// consumer's calls in the router's stead: the runtime emitted an END of
+// that call, or of its stream, which it notes as it notes the router's
+// own (see emitted). What the router passes out of that call from then
+// on the runtime drops, and it is not noted (see routerLogic.act).
+func (o *consumerCalls) resumeAnswered(a actors.ResumeAnswered) {
+	if a.Stream != "" {
+		o.ended(a.Stream, a.ToolCallID)
 	}
 }
 

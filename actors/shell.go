@@ -1627,13 +1627,36 @@ func (o *openStreams) all() []string {
 // its stream (see openStreams.secondEnd), on the stream closed or
 // opened since by another call: its consumer, reading the stream again
 // for its next call, would stop there.
-func (s *shell) Emit(f *messages.Frame) { s.emitPassed(f) }
+func (s *shell) Emit(f *messages.Frame) {
+	if s.mayKeep(f) {
+		s.emitChecked(f)
+		return
+	}
+	s.emit(f)
+}
 
 // emitPassed is Emit, and reports whether f went out: false when the
 // shell dropped it (see Emit) or the frame observer kept it (see
 // FrameObserver.Emitted). Only a frame that went out opens or ends a
 // stream for the runtime (see WrapperContext.ToOuterPassed).
 func (s *shell) emitPassed(f *messages.Frame) bool {
+	if s.mayKeep(f) {
+		return s.emitChecked(f)
+	}
+	s.emit(f)
+	return true
+}
+
+// mayKeep reports whether f, emitted by the Logic, may be kept from
+// going out (see emitChecked): a frame with nothing to check, the
+// Logic's text token after token, the hot path, goes straight to emit.
+func (s *shell) mayKeep(f *messages.Frame) bool {
+	return len(s.muted.m) > 0 || len(s.mutedCalls.m) > 0 || s.answered != nil || s.obs != nil || f.GetType() == messages.FrameType_END
+}
+
+// emitChecked is emitPassed for a frame the shell may drop or its
+// observer keep.
+func (s *shell) emitChecked(f *messages.Frame) bool {
 	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))

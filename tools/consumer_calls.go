@@ -399,11 +399,15 @@ func (s *openStream) end(call string) bool {
 // takes it: a second END of a call the model ended (one in done, or one
 // ended past endedMax), or an END with an id the stream never carried
 // while it holds a call (the model's answer to a frame of no call it
-// knows), which nothing tells from the former. An END with the id of
-// the stream's sole call ends the stream, as does any on a stream that
-// holds no call of the consumer's (one the model opened).
+// knows), which nothing tells from the former; so is one of an id the
+// stream never carried beside a call of no id, once the model ended a
+// call there by its id. An END with the id of the stream's sole call
+// ends the stream, as does any on a stream that holds no call of the
+// consumer's (one the model opened), and any on a stream whose calls
+// carry no id, none ended by an id (a prompt): the END of its call,
+// which the model gave an id.
 func (s *openStream) endsAlone(call string) bool {
-	return call != "" && (s.among(call) || call != s.call && (s.call != "" || s.anon))
+	return call != "" && (s.among(call) || call != s.call && (s.call != "" || s.anon && s.spent))
 }
 
 // among reports whether the stream carries the call of tool-call id call

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd: the model
@@ -41,16 +40,5 @@ func TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd(t *testing.T) {
 func TestStreamingRouter_EndOfAnIdClosesAStreamOfNoIdCall(t *testing.T) {
 	conn, got := startEchoRouter(t, sayModel)
 	send(t, conn, messages.Text("s", "prompt"), messages.Meta("s", "start", nil))
-	send(t, conn, withCall(messages.Meta("s", "end", nil), "zz"))
-	streamUntil(t, conn, "s", isEnd)
-	send(t, conn, messages.Text("p", "probe")) // the model has what the END brought before it
-	streamUntil(t, conn, "p", isText("probe"))
-	select {
-	case r := <-got:
-		if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
-			t.Fatalf("after the END of zz, the model got %s: want call_m answered as invalid arguments", line(r))
-		}
-	default:
-		t.Fatal("after the END of zz, which closed stream s for the runtime, call_m is still pending: no answer came")
-	}
+	endEndsCallM(t, conn, got, withCall(messages.Meta("s", "end", nil), "zz"), "the END of zz")
 }

@@ -7,7 +7,6 @@ import (
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
-	"github.com/polyweave/polyweave-go/tools"
 )
 
 // routerFailsOnBoom is a router's Logic that fails on a META named
@@ -20,6 +19,19 @@ func (l routerFailsOnBoom) Receive(c actors.Context, msg any) {
 		panic("boom")
 	}
 	l.WrapperLogic.Receive(c, msg)
+}
+
+// startResumedRouter is startEchoRouter with a router that fails on a
+// META named "boom" (see routerFailsOnBoom), under a runtime whose
+// supervisor resumes every failed duplex.
+func startResumedRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
+	t.Helper()
+	spec, got := echoRouter(t, model)
+	newLogic := spec.New
+	spec.New = func() actors.Logic { return routerFailsOnBoom{newLogic().(*actors.WrapperLogic)} }
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
+		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
+	return start(t, rt, spec), got
 }
 
 // cancelEndsModel is startModel that, cancelled on a stream, ends it,
@@ -48,17 +60,7 @@ func cancelEndsModel(got chan<- *messages.Frame) actors.Spec {
 // pending and runs with its arguments: it gets its result, once, rather
 // than "invalid arguments" while the model still streams it.
 func TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T) {
-	_, tool := newArgsTool(t)
-	got := make(chan *messages.Frame, 16)
-	spec, err := tools.NewStreamingRouter(cancelEndsModel(got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{tool}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLogic := spec.New
-	spec.New = func() actors.Logic { return routerFailsOnBoom{newLogic().(*actors.WrapperLogic)} }
-	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
-		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
-	conn := start(t, rt, spec)
+	conn, got := startResumedRouter(t, cancelEndsModel)
 
 	send(t, conn, withCall(messages.Text("s", "X"), "X"))
 	streamUntil(t, conn, "s", isText("X"))
@@ -100,17 +102,7 @@ func TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing
 // arguments) at once, rather than left pending on a stream that is
 // closed.
 func TestStreamingRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
-	_, tool := newArgsTool(t)
-	got := make(chan *messages.Frame, 16)
-	spec, err := tools.NewStreamingRouter(startModel(got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{tool}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	newLogic := spec.New
-	spec.New = func() actors.Logic { return routerFailsOnBoom{newLogic().(*actors.WrapperLogic)} }
-	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
-		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
-	conn := start(t, rt, spec)
+	conn, got := startResumedRouter(t, startModel)
 
 	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))
 	streamUntil(t, conn, "s", isText("Y"))
@@ -120,16 +112,5 @@ func TestStreamingRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.
 		t.Fatalf("after the failure of X, stream s got %q, want the Resume's END of X alone", lines(answer))
 	}
 
-	send(t, conn, withCall(messages.End("s"), "Y")) // the model echoes it
-	streamUntil(t, conn, "s", isEnd)
-	send(t, conn, messages.Text("p", "probe")) // the model has what the END brought before it
-	streamUntil(t, conn, "p", isText("probe"))
-	select {
-	case r := <-got:
-		if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
-			t.Fatalf("after the END of Y, the model got %s: want call_m answered as invalid arguments", line(r))
-		}
-	default:
-		t.Fatal("after the END of Y, the stream's sole call left, call_m is still pending: no answer came")
-	}
+	endEndsCallM(t, conn, got, withCall(messages.End("s"), "Y"), "the END of Y, the stream's sole call left") // the model echoes it
 }

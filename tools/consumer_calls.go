@@ -26,7 +26,11 @@ import (
 // It notes the consumer's frames as the runtime notes them in the
 // router's shell (see note): the rest of a call the model ended, still
 // on its way, opens nothing (in a durable router, whose runtime notes
-// every frame, it opens that call again).
+// every frame, it opens that call again). Of what goes out, it notes
+// only what the runtime noted: a frame the router passed out that went
+// out (see routerLogic.act: the runtime drops the model's frames on a
+// call it answered itself), and the END a supervisor's Resume emitted
+// in the router's stead (see resumeAnswered).
 //
 // It keeps and forgets streams as the runtime does, at the same frames,
 // for a stream it forgot and the runtime kept, or the other way round,

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/scripted"
+	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
 )
 
@@ -764,5 +766,182 @@ func TestTree_ALoopUnderAStageIsAnAgentLoop(t *testing.T) {
 	}
 	if roles["caller"] != "agent" || roles["delegated"] != "agent loop" || roles["model"] != "model adapter" {
 		t.Fatalf("roles %v", roles)
+	}
+}
+
+// crashRig is a runtime with an inspector and a "lead" duplex whose
+// child, "tool-boom", fails with boom on the frame the lead sends it
+// when it gets one; the lead's turn then waits for release, so that
+// the child's failure waits for its supervisor's decision meanwhile.
+type crashRig struct {
+	rt      *actors.Runtime
+	in      *inspect.Inspector
+	lead    actors.Ref
+	child   chan actors.Ref
+	failing chan struct{}
+	release func()
+	stopped chan actors.ActorEvent // the child's stop, once the inspector saw it
+}
+
+func newCrashRig(t *testing.T, opts *actors.RuntimeOptions, boom error) *crashRig {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, opts)
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	r := &crashRig{rt: rt, in: in, child: make(chan actors.Ref, 1), failing: make(chan struct{}),
+		stopped: make(chan actors.ActorEvent, 1)}
+	released := make(chan struct{})
+	r.release = sync.OnceFunc(func() { close(released) })
+	t.Cleanup(r.release) // before the runtime closes: the lead's turn ends
+	child := actors.Spec{Name: "tool-boom", New: func() actors.Logic {
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			if f, ok := msg.(*messages.Frame); ok && f.GetType() == messages.FrameType_TEXT {
+				close(r.failing)
+				c.Fail(boom)
+			}
+		})
+	}}
+	lead := actors.Spec{Name: "lead", New: func() actors.Logic {
+		var ref actors.Ref
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			switch msg.(type) {
+			case actors.Started:
+				var err error
+				if ref, err = c.Spawn(child); err != nil {
+					panic(err)
+				}
+				r.child <- ref
+			case *messages.Frame:
+				c.Send(ref, messages.Text("f", "fail"))
+				<-released
+			}
+		})
+	}}
+	// Watched after the inspector: it has seen an event by the time
+	// this watcher is called with it.
+	var childID string
+	var mu sync.Mutex
+	t.Cleanup(rt.WatchActors(func(ev actors.ActorEvent) {
+		mu.Lock()
+		defer mu.Unlock()
+		if ev.Actor.State == actors.ActorStopped && ev.Actor.ID == childID {
+			r.stopped <- ev
+		}
+	}))
+	if r.lead, err = rt.Spawn(lead); err != nil {
+		t.Fatal(err)
+	}
+	ref := <-r.child
+	mu.Lock()
+	childID = ref.String()
+	mu.Unlock()
+	r.child <- ref
+	return r
+}
+
+// failChild has the lead send its child the frame it fails on, and
+// returns the child once it failed (its failure waiting for the lead's
+// decision until release).
+func (r *crashRig) failChild(ctx context.Context, t *testing.T) actors.Ref {
+	t.Helper()
+	child := <-r.child
+	r.rt.Send(r.lead, messages.Text("s", "go"))
+	select {
+	case <-r.failing:
+	case <-ctx.Done():
+		t.Fatal("the child never failed")
+	}
+	return child
+}
+
+// snapshot is what GET /api/state answers.
+func (r *crashRig) snapshot(t *testing.T) inspect.Snapshot {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/api/state", nil)
+	req.RemoteAddr = "127.0.0.1:1234"
+	rec := httptest.NewRecorder()
+	r.in.ServeHTTP(rec, req)
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /api/state: %d %s", rec.Code, rec.Body)
+	}
+	var snap inspect.Snapshot
+	if err := json.Unmarshal(rec.Body.Bytes(), &snap); err != nil {
+		t.Fatal(err)
+	}
+	return snap
+}
+
+// failureItems returns the feed's items about actor that tell its
+// failure reason.
+func failureItems(snap inspect.Snapshot, actor, reason string) []inspect.FeedItem {
+	var out []inspect.FeedItem
+	for _, it := range snap.Feed {
+		if it.Actor == actor && strings.Contains(it.Text, reason) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// TestFeed_StopBeforeDecisionShowsTheFailure: an actor that failed and
+// was stopped (a system stop, as a stopping parent sends its children)
+// before its supervisor decided about the failure is reported stopped
+// with the failure, and no decision follows (a restart finds nothing to
+// restart and is told to no one): the tree keeps the crash, and the
+// feed says the actor stopped failed, with the reason, as an alert.
+func TestFeed_StopBeforeDecisionShowsTheFailure(t *testing.T) {
+	boom := errors.New("boom went off")
+	r := newCrashRig(t, nil, boom)
+	ctx := testCtx(t)
+	child := r.failChild(ctx, t)
+	r.rt.System().Root.Stop(child.PID()) // taken while the child waits for the lead's decision
+	var ev actors.ActorEvent
+	select {
+	case ev = <-r.stopped:
+	case <-ctx.Done():
+		t.Fatal("the child was never reported stopped")
+	}
+	if !errors.Is(ev.Actor.LastFailure, boom) {
+		t.Fatalf("the child's stop was reported with last failure %v, want %v", ev.Actor.LastFailure, boom)
+	}
+	snap := r.snapshot(t)
+	r.release()
+	var node *inspect.Node
+	for i := range snap.Tree {
+		if snap.Tree[i].ID == child.String() {
+			node = &snap.Tree[i]
+		}
+	}
+	if node == nil || node.Ended == nil || node.LastFailure != boom.Error() {
+		t.Errorf("tree node of the crashed child %+v: want it kept, ended, with its failure", node)
+	}
+	items := failureItems(snap, child.String(), boom.Error())
+	if len(items) != 1 || !items[0].Alert {
+		t.Fatalf("feed items telling the child's failure %+v, want one alert; the feed: %+v", items, snap.Feed)
+	}
+}
+
+// TestFeed_StopByDecisionShowsTheFailureOnce: an actor stopped by its
+// supervisor's decision about its failure is in the feed by that
+// decision; its stop, which reports the same failure, adds no second
+// item.
+func TestFeed_StopByDecisionShowsTheFailureOnce(t *testing.T) {
+	boom := errors.New("boom went off")
+	r := newCrashRig(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{MaxRestarts: supervisor.NoRestarts})}, boom)
+	ctx := testCtx(t)
+	child := r.failChild(ctx, t)
+	r.release() // the lead decides: stop
+	select {
+	case <-r.stopped:
+	case <-ctx.Done():
+		t.Fatal("the child was never reported stopped")
+	}
+	snap := r.snapshot(t)
+	items := failureItems(snap, child.String(), boom.Error())
+	if len(items) != 1 || items[0].Kind != "supervision" {
+		t.Fatalf("feed items telling the child's failure %+v, want the decision's alone; the feed: %+v", items, snap.Feed)
 	}
 }

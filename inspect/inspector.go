@@ -135,11 +135,14 @@ type Inspector struct {
 	// reported yet (see supervisionEvent), each taken by that stop.
 	decided     [stoppedRing]decision
 	decidedNext int
-	models      map[string]bool // spec names of the observed model adapters
-	modelsBy    map[string]*modelObserver
-	index       sessionIndex // the sessions kept, by id
-	results     sessionCache // the session of the last tool result, or of the session made last
-	spare       *session     // a forgotten session, reset, for the next one
+	// failures are the times of the last failures reported of the live
+	// actors that failed (see failureSeen).
+	failures map[string]time.Time
+	models   map[string]bool // spec names of the observed model adapters
+	modelsBy map[string]*modelObserver
+	index    sessionIndex // the sessions kept, by id
+	results  sessionCache // the session of the last tool result, or of the session made last
+	spare    *session     // a forgotten session, reset, for the next one
 	// sessionOrder are the sessions, storeOrder the keys of stores, first
 	// seen first (for forget): rings, so that forgetting the oldest and
 	// adding the newest reuse the same slot.
@@ -196,11 +199,21 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		opts.MaxSessions = DefaultMaxSessions
 	}
 	in := &Inspector{rt: rt, opts: opts, actors: rt.Actors, closed: make(chan struct{}),
-		flashes: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
+		flashes: map[string]time.Time{}, failures: map[string]time.Time{}, ended: map[string]endedActor{}, models: map[string]bool{}, modelsBy: map[string]*modelObserver{},
 		tools: map[string]*toolStats{}, stalls: map[string]*stall{}, registered: map[string]bool{},
 		stores: map[string]storePosition{}, log: newLog()}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
+	// The failures reported before: a stop reporting one of them is no
+	// news. Read after watching, so that none is missed; an event
+	// watched already is newer (and written under in.mu).
+	in.mu.Lock()
+	for _, a := range rt.Actors() {
+		if _, ok := in.failures[a.ID]; !ok && a.LastFailure != nil {
+			in.failures[a.ID] = a.LastFailureAt
+		}
+	}
+	in.mu.Unlock()
 	return in, nil
 }
 
@@ -347,8 +360,9 @@ func (in *Inspector) recorded(r *record) []observed { return r.o.logged[r.first 
 type FeedItem struct {
 	Seq  uint64    `json:"seq"`
 	Time time.Time `json:"time"`
-	// Kind is "supervision", "restart", "tool", "breaker", "model",
-	// "approval" or "fault".
+	// Kind is "supervision", "restart", "stop" (an actor stopped after
+	// a failure its supervisor had not decided about yet), "tool",
+	// "breaker", "model", "approval" or "fault".
 	Kind string `json:"kind"`
 	// Actor is the actor concerned, when there is one.
 	Actor string `json:"actor,omitempty"`
@@ -404,12 +418,32 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		}
 	case actors.ActorStopped:
 		// A stop by a supervisor is in the feed as its decision; others
-		// are the normal end of a duplex (a delegation's loop, say).
+		// are the normal end of a duplex (a delegation's loop, say), or
+		// the stop of one that failed before its supervisor decided
+		// (stopped by its stopping parent meanwhile): that failure was
+		// reported by no event before, and the decision, taken after,
+		// is told to no one when it is a restart. The feed says so.
 		delete(in.flashes, a.ID)
+		if a.LastFailure != nil && !in.failureSeen(a) {
+			in.addFeed(FeedItem{Time: ev.Time, Kind: "stop", Actor: a.ID, Alert: true,
+				Text: fmt.Sprintf("%s stopped after failing, before its supervisor decided%s", a.ID, failureSuffix(a.LastFailure))})
+		}
+		delete(in.failures, a.ID)
 		in.actorEnded(a, ev.Time)
+	}
+	if a.LastFailure != nil && a.State != actors.ActorStopped {
+		in.failures[a.ID] = a.LastFailureAt
 	}
 	in.mu.Unlock()
 	in.changed()
+}
+
+// failureSeen reports whether a's last failure, as its stop reports it,
+// was reported before (by its supervisor's decision, which comes before
+// the restart or stop it leads to, or by a restart); in.mu must be held.
+func (in *Inspector) failureSeen(a actors.ActorInfo) bool {
+	at, ok := in.failures[a.ID]
+	return ok && at.Equal(a.LastFailureAt)
 }
 
 // decision is a supervisor's decision about a failure of child, for

@@ -128,9 +128,9 @@ func (w *Workspace) RunCommand(ctx context.Context, in RunCommandInput) (RunComm
 	case timedOut && lockErr != nil:
 		w.log.Warn("run_command: the lock on the workspace's root shared with the workspaces open on the directory was held exclusive elsewhere for the command's whole timeout",
 			"timeout", w.opts.CommandTimeout)
-		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
+		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonRootLocked, notReady: true,
 			Error: fmt.Sprintf("%s: %s: it timed out: %s, for the whole of the call's timeout of %s (Options.CommandTimeout), "+
-				"and the command never ran: try again", RunCommandToolName, ReasonStartFailed, hideLockBusy, w.opts.CommandTimeout)}, nil
+				"and the command never ran: try again", RunCommandToolName, ReasonRootLocked, hideLockBusy, w.opts.CommandTimeout)}, nil
 	case timedOut:
 		w.logNotReady("the command's sandbox was not set up within the command's timeout (Options.CommandTimeout)", err)
 		return RunCommandResult{Command: in.Command, TimedOut: true, StoppedBy: StoppedByTimeout, Reason: ReasonStartFailed, notReady: true,
@@ -554,7 +554,7 @@ func (w *Workspace) prepare(ctx context.Context) (*prepared, error) {
 	}
 	cfg := *w.sandbox
 	w.hideMu.Lock()
-	cfg.Resolved = w.hiddenIDsLocked()
+	cfg.Resolved = w.currentHiddenIDs()
 	w.hideMu.Unlock()
 	sb, err := sandbox.PrepareContext(ctx, cfg, w.rootDir, outW, errW)
 	// The helper has its copies of the write ends (or never will).

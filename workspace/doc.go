@@ -47,7 +47,8 @@
 // path takes it exclusive, without waiting, for as long as it writes;
 // a command starting meanwhile waits for the write, within its timeout
 // (Options.CommandTimeout), which answers it, never run, when the lock
-// stays held elsewhere (a program of the host). Workspaces open on
+// stays held elsewhere (a program of the host): ReasonRootLocked. A
+// write refused for the lock says what may hold it. Workspaces open on
 // a folder and on a folder within it share no such lock, and a file
 // system without flock leaves each workspace to its own commands.
 //

@@ -6,11 +6,11 @@ import (
 	"context"
 	"errors"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/polyweave/polyweave-go/tools"
 	"golang.org/x/sys/unix"
 )
 
@@ -19,17 +19,16 @@ import (
 // (tryLockHideShared); while another holds it exclusive (another process
 // writing a hidden path there, or a program of the host), the command
 // waits for it within its own bounds: its timeout answers it, with what
-// held it up, and so does its context, and the command never runs.
+// held it up (ReasonRootLocked), and so does its context, and the command never runs.
 // Meanwhile, the workspace's other calls go on: a write of a hidden path
 // is answered (refused, the lock being held) rather than kept waiting.
 // Once the lock is free, a command runs, and releases it as it ends.
 func TestCommandStartWaitsForTheRootLockWithinItsBounds(t *testing.T) {
 	requireSandbox(t)
-	dir := t.TempDir()
-	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(dir, "cfg/.env"), []byte("OLDSECRET"), 0o600))
-	ws, err := New(dir, &Options{Sandbox: SandboxRequired, CommandTimeout: 200 * time.Millisecond,
-		HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
+	dir := dirWithHiddenEnv(t)
+	opts := hiddenEnvOptions(dir)
+	opts.CommandTimeout = 200 * time.Millisecond
+	ws, err := New(dir, opts)
 	mustDo(t, err)
 	defer ws.Close()
 
@@ -61,17 +60,24 @@ func TestCommandStartWaitsForTheRootLockWithinItsBounds(t *testing.T) {
 	<-waiting
 	res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: "NEWSECRET"})
 	mustDo(t, err)
-	if res.Success || res.Reason != ReasonHiddenInUse {
-		t.Errorf("a write of a hidden path while a command waits for the lock held elsewhere: %+v; want it refused (%s)", res, ReasonHiddenInUse)
+	if res.Success || res.Reason != ReasonHiddenInUse || !strings.Contains(res.Error, "a program of the host") {
+		t.Errorf("a write of a hidden path while a command waits for the lock held elsewhere: %+v; want it refused (%s), "+
+			"saying a program of the host may hold the lock", res, ReasonHiddenInUse)
 	}
 	if res, err := ws.WriteFile(context.Background(), WriteFileInput{Path: "plain.txt", Content: "x"}); err != nil || !res.Success {
 		t.Errorf("a write of a path not hidden while a command waits for the lock: %+v, %v", res, err)
 	}
 	close(goOn)
 	cmd := <-done
-	if !cmd.TimedOut || cmd.StoppedBy != StoppedByTimeout || cmd.Reason != ReasonStartFailed || cmd.Sandboxed ||
+	if !cmd.TimedOut || cmd.StoppedBy != StoppedByTimeout || cmd.Reason != ReasonRootLocked || cmd.Sandboxed ||
 		strings.Contains(cmd.Stdout, "ran") || !strings.Contains(cmd.Error, "hidden from commands") {
-		t.Errorf("a command whose start found the lock held past its timeout: %+v; want it timed out, never run, saying what held it", cmd)
+		t.Errorf("a command whose start found the lock held past its timeout: %+v; want it timed out (%s), never run, saying what held it",
+			cmd, ReasonRootLocked)
+	}
+	// Bound as a tool, it is a call that may be tried again, not the
+	// tool's failure.
+	if re := new(tools.ResultError); !errors.As(failedResult(cmd, cmd.Reason, cmd.Error), &re) || re.Kind != tools.FailureUnavailable {
+		t.Errorf("a command whose start found the lock held past its timeout is not answered as unavailable: %v", failedResult(cmd, cmd.Reason, cmd.Error))
 	}
 
 	goOn = make(chan struct{})

@@ -77,21 +77,13 @@ func TestHiddenPathWrittenByAnotherWorkspaceWhileACommandRuns(t *testing.T) {
 func TestHiddenPathWrittenByAnotherProcessWhileACommandRuns(t *testing.T) {
 	requireSandbox(t)
 	if os.Getenv(childEnv) == t.Name() {
-		dir := os.Getenv(sharedDirEnv)
-		other, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
-		mustDo(t, err)
-		defer other.Close()
-		res, err := other.WriteFile(context.Background(), WriteFileInput{Path: "cfg/.env", Content: "NEWSECRET"})
-		mustDo(t, err)
-		if res.Success || res.Reason != ReasonHiddenInUse || !strings.Contains(res.Error, "running") {
+		if res := writeEnvInChild(t, "NEWSECRET"); res.Success || res.Reason != ReasonHiddenInUse || !strings.Contains(res.Error, "running") {
 			t.Errorf("another process's write while a command runs: %+v; want it refused (%s)", res, ReasonHiddenInUse)
 		}
 		return
 	}
-	dir := t.TempDir()
-	mustDo(t, os.Mkdir(filepath.Join(dir, "cfg"), 0o755))
-	mustDo(t, os.WriteFile(filepath.Join(dir, "cfg/.env"), []byte("OLDSECRET"), 0o600))
-	ws, err := New(dir, &Options{Sandbox: SandboxRequired, HidePaths: []string{filepath.Join(dir, "cfg/.env")}})
+	dir := dirWithHiddenEnv(t)
+	ws, err := New(dir, hiddenEnvOptions(dir))
 	mustDo(t, err)
 	defer ws.Close()
 

@@ -60,6 +60,7 @@ const (
 	ReasonWorkspaceGone  Reason = "the workspace directory itself no longer exists; nothing in it can be read or written"
 	ReasonEmptyCommand   Reason = "empty command"
 	ReasonStartFailed    Reason = "could not start the command"
+	ReasonRootLocked     Reason = "the lock that keeps commands and writes of hidden paths apart was held elsewhere"
 	ReasonCommandNUL     Reason = "command contains a NUL byte"
 	ReasonCommandTooLong Reason = "command too long"
 )
@@ -184,7 +185,11 @@ const TimeoutExitCode = 124
 // A command killed by signal N reports exit code 128+N, as a shell does. A
 // command that ran past its timeout reports TimeoutExitCode, TimedOut and
 // an Error saying so; one whose sandbox was not ready within the timeout
-// never ran: Success false, TimedOut, and ReasonStartFailed. A command
+// never ran: Success false, TimedOut, and ReasonStartFailed, or
+// ReasonRootLocked when it waited that long for the lock on the
+// workspace's root held exclusive elsewhere (a write of a path hidden
+// from commands in a workspace open on the directory, or a program of
+// the host). A command
 // whose timeout came just as its sandbox started it reports
 // TimeoutExitCode too: it may have run briefly (see
 // [Workspace.RunCommand]).

@@ -173,6 +173,9 @@ type JournalOptions struct {
 // The old name is emptied afterwards; a copy left there (the process
 // stopped in between) is deleted when the session is first read again,
 // if its events are the very bytes of the journal's at the same indexes.
+// A journal whose [JournalKey] would pass durability.MaxNameLen is not
+// moved (no write makes such a key): it is read, undone and recorded
+// under its old name.
 //
 // A Journal records the writes of one agent (see JournalOptions.Name).
 // It is safe for concurrent use; its writes are serialized.
@@ -184,6 +187,10 @@ type Journal struct {
 
 	mu   sync.Mutex
 	next map[string]uint64 // per session: the index of its next event
+	// kept holds, per session whose journal an earlier version stored
+	// under a name it is not moved from (see moveFrom), that name,
+	// where the journal is read and grows (keyOf).
+	kept map[string]string
 }
 
 // NewJournal returns a journal of ws's writes in store (which the caller
@@ -192,7 +199,7 @@ func NewJournal(ws *Workspace, store durability.Store, o *JournalOptions) (*Jour
 	if ws == nil || store == nil {
 		return nil, errors.New("workspace: journal needs a workspace and a store")
 	}
-	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}}
+	j := &Journal{ws: ws, store: store, sessionOf: defaultSessionOf, next: map[string]uint64{}, kept: map[string]string{}}
 	if o != nil && o.SessionOf != nil {
 		j.sessionOf = o.SessionOf
 	}
@@ -407,6 +414,16 @@ func (w *Workspace) openRegular(name string) (*os.File, int64, *refusal) {
 
 func (j *Journal) key(session string) string { return JournalKey(j.name, session) }
 
+// keyOf returns the name the journal of session is read and grows
+// under: its key, or the name of an earlier version it was not moved
+// from (see moveFrom). j.mu held.
+func (j *Journal) keyOf(session string) string {
+	if old, ok := j.kept[session]; ok {
+		return old
+	}
+	return j.key(session)
+}
+
 // moveOld moves the journal of session an earlier version stored to its
 // key, when the key holds nothing yet: from the previous version's key
 // ("%undo/<name>/<session>"), or else from session+JournalStoreSuffix,
@@ -414,8 +431,10 @@ func (j *Journal) key(session string) string { return JournalKey(j.name, session
 // (anything else there, a tool loop's session of that id, is not the
 // journal's and is left alone). The events keep their indexes and are
 // written in one atomic batch; the old name's are then deleted, so that
-// no other journal name takes them too. When the key holds the journal
-// already, a copy left under an old name (the process stopped between
+// no other journal name takes them too. A journal whose key would pass
+// durability.MaxNameLen is not moved, for no write makes such a key
+// (see append): it is read where it is, and grows there (keyOf). When
+// the key holds the journal already, a copy left under an old name (the process stopped between
 // the move and the delete) is deleted: see dropStaleCopy. j.mu held.
 func (j *Journal) moveOld(ctx context.Context, session string) error {
 	empty := true
@@ -443,7 +462,10 @@ func (j *Journal) moveOld(ctx context.Context, session string) error {
 
 // moveFrom moves the journal of session from the name old to its key,
 // when every event there decodes strictly as a journal event, and says
-// whether it did. j.mu held.
+// whether it found one there. A key that would pass
+// durability.MaxNameLen (keyFits) is not made: some stores would take
+// it and others not, and the journal could then move to none of
+// those; the journal is kept under old instead (keyOf). j.mu held.
 func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, error) {
 	first, events, err := j.readOld(ctx, session, old)
 	if err != nil {
@@ -451,6 +473,10 @@ func (j *Journal) moveFrom(ctx context.Context, session, old string) (bool, erro
 	}
 	if first != 0 || len(events) == 0 {
 		return false, nil
+	}
+	if j.keyFits(session) != nil {
+		j.kept[session] = old
+		return true, nil
 	}
 	if err := j.store.PersistEvents(ctx, j.key(session), 0, events); err != nil {
 		return false, fmt.Errorf("journal of session %q: move the journal of an earlier version (%q): %w", tools.ClipID(session), tools.ClipID(old), err)
@@ -534,7 +560,9 @@ func oldJournalEvent(data []byte) bool {
 // first event of a session whose key is longer than
 // durability.MaxNameLen is refused (keyFits): some stores would take
 // the key and others not, and the journal could move to none of those.
-// A journal held under such a key already (see load) grows there.
+// A journal held under such a key already (see load) grows there, and
+// so does one an earlier version stored under a name it is not moved
+// from (keyOf).
 func (j *Journal) append(ctx context.Context, session string, e journalEvent) error {
 	next, ok := j.next[session]
 	if !ok {
@@ -553,7 +581,7 @@ func (j *Journal) append(ctx context.Context, session string, e journalEvent) er
 	if err != nil {
 		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
-	if err := j.store.PersistEvent(ctx, j.key(session), next, data); err != nil {
+	if err := j.store.PersistEvent(ctx, j.keyOf(session), next, data); err != nil {
 		return fmt.Errorf("journal of session %q: %w", tools.ClipID(session), err)
 	}
 	j.next[session] = next + 1
@@ -588,12 +616,12 @@ func (j *Journal) load(ctx context.Context, session string) ([]indexedWrite, uin
 func (j *Journal) loadKey(ctx context.Context, session string) ([]indexedWrite, uint64, error) {
 	var writes []indexedWrite
 	var next uint64
-	key := j.key(session)
 	if _, known := j.next[session]; !known {
 		if err := j.moveOld(ctx, session); err != nil {
 			return nil, 0, err
 		}
 	}
+	key := j.keyOf(session)
 	err := j.store.GetEvents(ctx, key, 0, 0, func(i uint64, data []byte) error {
 		var e journalEvent
 		if err := json.Unmarshal(data, &e); err != nil {

@@ -35,11 +35,7 @@ func TestNewJournal_NameLeavesNoRoomForSessions(t *testing.T) {
 	ctx := undoCtx(t)
 	mem := memstore.New(nil)
 	defer mem.Close()
-	bolt, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer bolt.Close()
+	bolt := boltJournalStore(t)
 	dir := t.TempDir()
 	ws, err := workspace.New(dir, nil)
 	if err != nil {
@@ -133,13 +129,7 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 		open func(t *testing.T) durability.Store
 	}{
 		{"memstore", func(t *testing.T) durability.Store { return memstore.New(nil) }},
-		{"boltstore", func(t *testing.T) durability.Store {
-			store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return store
-		}},
+		{"boltstore", func(t *testing.T) durability.Store { return boltJournalStore(t) }},
 	} {
 		t.Run(s.name, func(t *testing.T) {
 			store := s.open(t)
@@ -194,11 +184,7 @@ func TestJournal_KeysFitEveryStore(t *testing.T) {
 // lists its writes, and Undo restores them and records the undo there.
 // Only a new key that long is refused, by the write that would make it.
 func TestJournal_ReadsJournalsUnderLongKeys(t *testing.T) {
-	store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
+	store := boltJournalStore(t)
 	ctx := undoCtx(t)
 	dir := t.TempDir()
 	ws, j := newJournal(t, dir, store)
@@ -207,9 +193,7 @@ func TestJournal_ReadsJournalsUnderLongKeys(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	sum := sha256.Sum256([]byte("A1"))
-	event := fmt.Sprintf(`{"write":{"call_id":"c1","path":"a.txt","existed":false,"new_hash":%q}}`, hex.EncodeToString(sum[:]))
-	if err := store.PersistEvent(ctx, key, 0, []byte(event)); err != nil {
+	if err := store.PersistEvent(ctx, key, 0, journalWrite("c1", "a.txt", "A1")); err != nil {
 		t.Fatalf("boltstore takes a key of %d bytes: %v", len(key), err)
 	}
 	changes, err := j.Changes(ctx, id)
@@ -280,4 +264,74 @@ func clippedQuotes(t *testing.T, msg string, lengths ...int) {
 			t.Errorf("%q does not say %d", msg, n)
 		}
 	}
+}
+
+// TestJournal_OldNameNotMovedToALongKey: a journal an earlier version
+// kept under an old name (the session id and JournalStoreSuffix, or the
+// previous version's key) is moved to its JournalKey as it is first
+// read, unless that key would pass durability.MaxNameLen, which no
+// write makes (boltstore would take it, memstore and pgstore not). It
+// is then read where it is, and grows there: Changes lists its writes,
+// Undo restores them and records the undo under the old name, and no
+// key that long is made.
+func TestJournal_OldNameNotMovedToALongKey(t *testing.T) {
+	for _, c := range []struct {
+		what string
+		old  func(id string) string
+	}{
+		{"the id and JournalStoreSuffix", func(id string) string { return id + workspace.JournalStoreSuffix }},
+		{"the previous version's key", func(id string) string { return keyOfV1(agent.DefaultName, id) }},
+	} {
+		t.Run(c.what, func(t *testing.T) {
+			store := boltJournalStore(t)
+			ctx := undoCtx(t)
+			dir := t.TempDir()
+			ws, j := newJournal(t, dir, store)
+			id := strings.Repeat("s", durability.MaxNameLen-len(workspace.JournalStoreSuffix))
+			old, key := c.old(id), workspace.JournalKey("", id)
+			if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("A1"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := store.PersistEvent(ctx, old, 0, journalWrite("c1", "a.txt", "A1")); err != nil {
+				t.Fatal(err)
+			}
+			changes, err := j.Changes(ctx, id)
+			if err != nil || len(changes) != 1 || changes[0].Path != "a.txt" {
+				t.Fatalf("Changes of the journal under %s (%d bytes), its JournalKey %d bytes: %+v, %v; want the write of a.txt",
+					c.what, len(old), len(key), changes, err)
+			}
+			if n := countEvents(t, store, key); n != 0 {
+				t.Errorf("the JournalKey of %d bytes holds %d events; want none: no key passes durability.MaxNameLen", len(key), n)
+			}
+			restored, err := j.Undo(ctx, id, "")
+			if err != nil || len(restored) != 1 || !restored[0].Removed {
+				t.Fatalf("Undo of the journal under %s: %+v, %v; want a.txt removed", c.what, restored, err)
+			}
+			if n := countEvents(t, store, key); n != 0 {
+				t.Errorf("the JournalKey of %d bytes holds %d events after the undo; want none", len(key), n)
+			}
+			if n := countEvents(t, store, old); n != 2 {
+				t.Errorf("the old name holds %d events after the undo; want the write and its undo", n)
+			}
+			j2, err := workspace.NewJournal(ws, store, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if changes, err := j2.Changes(ctx, id); err != nil || len(changes) != 0 {
+				t.Errorf("Changes after the undo, read afresh: %+v, %v; want none", changes, err)
+			}
+		})
+	}
+}
+
+// boltJournalStore is a new boltstore, closed after the test: a store
+// that takes keys longer than durability.MaxNameLen.
+func boltJournalStore(t *testing.T) *boltstore.Store {
+	t.Helper()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "journal.db"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return store
 }

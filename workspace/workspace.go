@@ -275,8 +275,12 @@ type Options struct {
 	//     when New ran and was moved or replaced since from outside the
 	//     file tools refuses the commands instead
 	//     ([sandbox.ErrHiddenMoved]). A file that write_file or undo
-	//     puts in its place is what the sandboxes expect there from
-	//     then on (unless the entry held another file already).
+	//     puts in its place, or the nothing undo's removal leaves, is
+	//     what the sandboxes expect there from then on (unless the
+	//     entry held another file already): those of every workspace
+	//     open on the directory in the process, and, where the file
+	//     system keeps user extended attributes, in other processes
+	//     (for a file written; a removal is the process's to know).
 	//   - A path inside the workspace is hidden from commands, not from
 	//     the file tools. A command cannot rename or remove a path that
 	//     exists when its sandbox is set up, nor a directory on the way
@@ -393,10 +397,15 @@ type Workspace struct {
 	commands int
 	hideLock *os.File
 	// hiddenIDs, guarded by hideMu, is what the sandboxes take the
-	// paths to hide to be once the tools wrote one that had an
-	// identity (see hiddenWrite); nil until then. It is replaced, never
+	// paths to hide to be once the tools of a workspace open on the
+	// directory wrote one that had an identity (see currentHiddenIDs);
+	// nil until then. It is replaced, never
 	// changed in place.
 	hiddenIDs []sandbox.HiddenPath
+	// book is where the process notes the writes of paths hidden from
+	// commands of the workspaces open on the directory (hiddenBook);
+	// nil without a sandbox.
+	book *hiddenBook
 
 	calls    sync.WaitGroup // in-flight calls
 	once     sync.Once
@@ -556,6 +565,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		hookNew(w)
 	}
 	if err := w.setUpSandbox(); err != nil {
+		w.closeBook()
 		rootDir.Close()
 		r.Close()
 		return nil, err
@@ -564,6 +574,7 @@ func New(root string, opts *Options) (*Workspace, error) {
 		w.env = sandboxTMPDIR(w.env, dir)
 		if err := w.checkShell(); err != nil {
 			w.releaseWarm()
+			w.closeBook()
 			rootDir.Close()
 			r.Close()
 			return nil, err
@@ -592,6 +603,9 @@ func (w *Workspace) setUpSandbox() error {
 	}
 	// Where links led paths to hide is kept for the directory, not for
 	// this Workspace: every Workspace open on it hides those places.
+	// So are the writes of paths to hide of the file tools (openBook),
+	// from before the paths are resolved.
+	w.openBook()
 	cfg, err := sandbox.Config{AllowNetwork: o.AllowNetwork, Hide: o.HidePaths, Limits: o.Limits,
 		LinkTargets: sandbox.LinkTargetsOf(w.dir)}.WithDefaults()
 	var ledToSystem []sandbox.LinkToSystem
@@ -940,6 +954,7 @@ func (w *Workspace) Close() error {
 		w.warmers.Wait() // a preparation under way releases its sandbox itself
 		w.reapers.Wait()
 		w.rootDir.Close()
+		w.closeBook()
 		if w.hideLock != nil {
 			w.hideLock.Close() // unlocked: no command runs, no write is under way
 		}

@@ -605,12 +605,12 @@ func tempName(hidden bool) string {
 // existed as the workspace was opened holds another file
 // ([sandbox.ErrHiddenMoved]): what it held may have been moved to a
 // name commands see. The new file the write renames over it is the
-// tools' own, and the old one is gone, not moved: when the path held
-// the very file the sandboxes expect there as the write began, end
-// makes them expect the new one (see hiddenIDs), or nothing there once
-// undo removed it, so that the next command runs, with it hidden. A
-// path that held another file already (replaced from outside the
-// tools) is still refused.
+// tools' own, and the old one is gone, not moved: end notes what the
+// new one replaced (noteWritten), or that undo removed it, and the
+// sandboxes of every workspace open on the directory expect it from
+// then on (currentHiddenIDs) where they expected the old one, so that
+// their next command runs, with it hidden. A path that held another
+// file already (replaced from outside the tools) is still refused.
 func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 	if w.sandbox == nil || len(w.sandbox.Resolved) == 0 {
 		return nil, nil
@@ -645,30 +645,13 @@ func (w *Workspace) hiddenWrite(target string) (end func(), rf *refusal) {
 		unlock()
 		return nil, rf
 	}
-	ids := w.hiddenIDsLocked()
-	i := slices.IndexFunc(ids, func(h sandbox.HiddenPath) bool {
-		return (h.Dev != 0 || h.Ino != 0) && h.Path == filepath.Join(w.dir, target)
-	})
-	if i < 0 {
-		return unlock, nil
-	}
-	if before, err := w.entryBeneath(target); err != nil || before != (entryID{ids[i].Dev, ids[i].Ino}) {
+	change, ok := w.hiddenChangeOf(target)
+	if !ok {
 		return unlock, nil
 	}
 	return func() {
 		defer unlock()
-		after, err := w.entryBeneath(target)
-		if errors.Is(err, fs.ErrNotExist) {
-			after = entryID{} // removed (undo's removal): nothing is expected there
-		} else if err != nil {
-			return
-		}
-		if after == (entryID{ids[i].Dev, ids[i].Ino}) {
-			return
-		}
-		ids = slices.Clone(ids)
-		ids[i].Dev, ids[i].Ino = after.dev, after.ino
-		w.hiddenIDs = ids
+		w.noteWritten(change)
 	}, nil
 }
 
@@ -680,10 +663,13 @@ const hiddenInUseDetail = "a command is running (or one stopped is still being t
 
 // hiddenSharedInUseDetail says why a write of a path hidden from
 // commands is refused while another workspace open on the directory runs
-// one, or another process writes such a path there (lockHideExclusive).
+// one, another process writes such a path there, or a program of the
+// host holds the lock they share (lockHideExclusive): which, the lock
+// does not tell.
 const hiddenSharedInUseDetail = "a command is running in a workspace open on this directory " +
-	"(another session's, of this process or another), or another process is writing a path hidden from commands there, " +
-	"and writing one now would show it to that command; nothing was written: write it once it has ended"
+	"(another session's, of this process or another), another process is writing a path hidden from commands there, " +
+	"or a program of the host holds the lock on the directory that keeps such writes and the commands apart; " +
+	"writing one now could show it to a command, so nothing was written: write it once that is over"
 
 // hiddenInUse refuses (ReasonHiddenInUse), as hiddenWrite would now,
 // a write of target that is a path hidden from commands while one
@@ -711,10 +697,11 @@ func (w *Workspace) hiddenInUse(target string) *refusal {
 	return rf
 }
 
-// hiddenIDsLocked is what the sandboxes take the paths to hide to be
-// ([sandbox.Config.Resolved]): the paths and identities found as the
-// workspace was opened, with the identities of the files the tools
-// wrote since in their place (hiddenWrite). w.hideMu held.
+// hiddenIDsLocked is what the sandboxes of the workspace took the
+// paths to hide to be ([sandbox.Config.Resolved]) at the latest
+// set-up: the paths and identities found as the workspace was opened,
+// with the identities of the files the tools wrote since in their
+// place (currentHiddenIDs). w.hideMu held.
 func (w *Workspace) hiddenIDsLocked() []sandbox.HiddenPath {
 	if w.hiddenIDs != nil {
 		return w.hiddenIDs

@@ -71,7 +71,8 @@ func BenchmarkStart(b *testing.B) {
 // sandbox's start: looking again for the paths to hide, as a set-up
 // does (the helper then checks each is covered), the defaults alone,
 // with a missing path and a pattern in the workspace, and with a
-// pattern that matches many files.
+// pattern that matches many files; and reading again where the links
+// of EtcLinkDirs lead, which the host does.
 func BenchmarkRunLooksAgain(b *testing.B) {
 	dir := b.TempDir()
 	many := b.TempDir()
@@ -105,4 +106,9 @@ func BenchmarkRunLooksAgain(b *testing.B) {
 			}
 		})
 	}
+	b.Run("etc-links", func(b *testing.B) {
+		for b.Loop() {
+			etcLinked(EtcLinkDirs, dir)
+		}
+	})
 }

@@ -58,7 +58,8 @@
 //     sandbox can be set up ahead of the call that uses it ([Prepare],
 //     [Process.Run], which refuses when a path to hide appeared or was
 //     replaced meanwhile, or is no longer covered, or the host forgot
-//     places links led to: [ErrPreparedStale]);
+//     places links led to, or a link of [EtcLinkDirs] leads elsewhere:
+//     [ErrPreparedStale]);
 //   - forks `shell -c command` with its rlimits (address space, file
 //     size, processes, CPU time, open files; no core files) in force from its first
 //     instruction, and descriptors 0–2 only: the helper sets the limits

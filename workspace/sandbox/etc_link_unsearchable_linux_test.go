@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,7 +21,8 @@ const unsearchableEnv = "PW_UNSEARCHABLE_ETC"
 // be checked, and the sandbox must never let commands read more than
 // was checked. The refusal names the entry, what went wrong and the
 // fix. Run as root, the check runs in a copy of this test as nobody,
-// whom a directory of root's with mode 0700 keeps out.
+// whom a directory of root's with mode 0700 keeps out; run as another
+// user, it checks a directory in root's home.
 func TestCheckEtcLinkDirs_UnsearchableEntryNamedWithTheFix(t *testing.T) {
 	if v := os.Getenv(unsearchableEnv); v != "" {
 		entry, ws, _ := strings.Cut(v, "\n")
@@ -56,10 +58,13 @@ func TestCheckEtcLinkDirs_UnsearchableEntryNamedWithTheFix(t *testing.T) {
 	}
 	var out string
 	if os.Geteuid() != 0 {
-		if err := os.Chmod(locked, 0); err != nil {
-			t.Fatal(err)
+		// A directory of the test's own user is refused as such (see
+		// trustedOwner) before it could be found unsearchable: root's
+		// home is root's, and closed to others.
+		entry = "/root/etc"
+		if _, err := os.Lstat(entry); !errors.Is(err, fs.ErrPermission) {
+			t.Skipf("no directory of root's that this user cannot search to check (%s: %v)", entry, err)
 		}
-		t.Cleanup(func() { _ = os.Chmod(locked, 0o755) })
 		root, err := os.Open(ws)
 		if err != nil {
 			t.Fatal(err)
@@ -74,26 +79,7 @@ func TestCheckEtcLinkDirs_UnsearchableEntryNamedWithTheFix(t *testing.T) {
 		if err := os.Chmod(locked, 0o700); err != nil {
 			t.Fatal(err)
 		}
-		self, err := os.Executable()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bin := filepath.Join(base, "test.bin")
-		b, err := os.ReadFile(self)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(bin, b, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
-		cmd.Env = append(os.Environ(), unsearchableEnv+"="+entry+"\n"+ws, "GORACE=atexit_sleep_ms=0")
-		cmd.Dir = ws
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		got, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("the check as nobody: %v\n%s", err, got)
-		}
+		got := rerunAsNobody(t, base, ws, unsearchableEnv+"="+entry+"\n"+ws)
 		_, after, ok := strings.Cut(string(got), "\nREFUSED: ")
 		if !ok {
 			t.Fatalf("an EtcLinkDirs entry the host cannot search was not refused with ErrConfig:\n%s", got)
@@ -113,4 +99,59 @@ func fmtErr(err error) string {
 		return "<nil>"
 	}
 	return err.Error()
+}
+
+// rerunAsNobody runs this test again, alone, in a copy of the test
+// binary made in dir (which nobody must be able to reach), as nobody
+// (uid and gid 65534), in the directory cwd, with env added to the
+// environment; and returns what it wrote, failing t when it failed.
+func rerunAsNobody(t *testing.T, dir, cwd, env string) []byte {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "test.bin")
+	b, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "-test.run=^"+t.Name()+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env, "GORACE=atexit_sleep_ms=0")
+	cmd.Dir = cwd
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	got, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the test as nobody: %v\n%s", err, got)
+	}
+	return got
+}
+
+// shmDir is a new directory beneath /dev/shm, removed after the test: a
+// workspace there has no surroundings to hide (the sandbox's /dev is its
+// own), so what the sandbox lets commands read outside it is what
+// Landlock allows.
+func shmDir(t *testing.T) string {
+	t.Helper()
+	shm, err := os.MkdirTemp("/dev/shm", "pw-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(shm) })
+	return shm
+}
+
+// writeSaying makes the directory dir, and in it a file name that says
+// says, readable by anyone.
+func writeSaying(t *testing.T, dir, name, says string) {
+	t.Helper()
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(says), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -50,11 +50,14 @@ type setupRequest struct {
 	// LinkTargets are the places of Config.LinkTargets as the set-up
 	// starts, hidden with the rest.
 	LinkTargets []string `json:"linkTargets,omitempty"`
-	// EtcLinkDirs, Hidden and ReadableDirs are [EtcLinkDirs],
+	// EtcLinked is where the links of [EtcLinkDirs] led as the host
+	// checked them (see etcLinked), just before it sent the request: it
+	// looks again as the command is handed over, and a change makes the
+	// sandbox stale ([ErrPreparedStale]). Hidden and ReadableDirs are
 	// [DefaultHidden] and [ReadableDirs] as the host has them: the
 	// program may have changed them, and this process reads no variable
 	// of the program's.
-	EtcLinkDirs  []string `json:"etcLinkDirs,omitempty"`
+	EtcLinked    []string `json:"etcLinked,omitempty"`
 	Hidden       []string `json:"hidden,omitempty"`
 	ReadableDirs []string `json:"readableDirs,omitempty"`
 	// system is the system's places as the sandbox was set up
@@ -396,12 +399,11 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		return p, "", nil, fmt.Errorf("%w: Hide was not resolved (see ResolveHide)", ErrConfig)
 	}
 	defaults, others := hideList(req.Hidden, wsPath)
-	// Where the links of /etc and of ReadableDirs lead, found before
-	// the hiding covers them: left alone, with ReadableDirs, where a
-	// place kept for a link in the workspace leads (see
-	// HiddenPath.LedOut); where those of /etc lead is readable with
-	// Landlock.
-	etc := etcLinked(req.EtcLinkDirs, wsPath)
+	// Where the links of /etc (as the host found them) and of
+	// ReadableDirs lead: left alone, with ReadableDirs, where a place
+	// kept for a link in the workspace leads (see HiddenPath.LedOut);
+	// where those of /etc lead is readable with Landlock.
+	etc := req.EtcLinked
 	req.system = systemPlaces(req.ReadableDirs, etc)
 	plan, err := planHiding(append(slices.Clone(defaults), others...), cfg.Resolved, req.LinkTargets, wsPath, req.system)
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // to commands, and a program there runs. Hidden, it would fail every
 // command of a shell kept there.
 func TestLedOutMatchIntoEtcLinkTargetLeadsNowhere(t *testing.T) {
+	requireRootForOwnEtcLinkDir(t)
 	ws, sec := linkedOutOfShm(t)
 	base := dirOutsideTmp(t)
 	tools, etc := filepath.Join(base, "tools"), filepath.Join(base, "etc")

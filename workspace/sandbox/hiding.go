@@ -71,7 +71,9 @@ var DefaultHidden = []string{
 // [ResolveHide]).
 //
 // Where the symbolic links directly in /etc, /etc/ssl, /etc/pki and
-// /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is set up, is readable
+// /etc/ca-certificates ([EtcLinkDirs]) lead, found as the sandbox is
+// set up (a prepared sandbox whose links lead elsewhere by the time its
+// command is handed over refuses it: [ErrPreparedStale]), is readable
 // too, when that is not hidden, not "/" or a directory just below it,
 // and neither holds the workspace nor is in it: some systems keep part
 // of their configuration elsewhere (openSUSE's TLS trust store,
@@ -98,6 +100,15 @@ var ReadableDirs = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64",
 // directly in /etc lead, say: a program reached by one runs). A
 // caller checks its shell with it before it runs commands, rather than
 // have each fail to start.
+//
+// A sandbox without Landlock (p.Sandbox, p.Landlock 0) runs a program
+// from anywhere it does not hide, but a program outside those places
+// is refused all the same: a link a command leaves in the workspace
+// makes later sandboxes hide where it leads ([ResolveHide] follows it),
+// unless that is beneath [ReadableDirs], where the links of
+// [EtcLinkDirs] lead (as read now), or in the workspace. A shell kept
+// elsewhere (/srv/tools/sh) would run until a command's ln -s
+// /srv/tools sec, with sec/* hidden, hid it from every later sandbox.
 func (p Protections) CheckRunnable(path, workspace string) error {
 	for _, h := range p.Hidden {
 		if within(path, h) && !within(workspace, h) {
@@ -113,9 +124,14 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 		}
 	}
 	readable := func(d string) bool { return within(path, d) }
-	if p.Landlock > 0 && !slices.ContainsFunc(systemPlaces(ReadableDirs, nil), readable) && !slices.ContainsFunc(p.AlsoReadable, readable) {
+	switch {
+	case p.Landlock > 0 && !slices.ContainsFunc(systemPlaces(ReadableDirs, nil), readable) && !slices.ContainsFunc(p.AlsoReadable, readable):
 		return fmt.Errorf("%s is neither in the workspace nor beneath the directories commands may run programs from (%s), "+
 			"nor where a link directly in /etc leads", path, strings.Join(ReadableDirs, ", "))
+	case p.Landlock == 0 && p.Sandbox && !slices.ContainsFunc(systemPlaces(ReadableDirs, etcLinked(EtcLinkDirs, workspace)), readable):
+		return fmt.Errorf("%s is neither in the workspace nor beneath the system's directories (%s), nor where a link "+
+			"directly in /etc leads: without Landlock the sandbox runs it, but a link a command leaves in the workspace "+
+			"can make later sandboxes hide it, which it cannot do to those", path, strings.Join(ReadableDirs, ", "))
 	}
 	return nil
 }
@@ -131,17 +147,26 @@ func (p Protections) CheckRunnable(path, workspace string) error {
 // here makes where it leads readable to commands. Setting a sandbox up
 // fails ([ErrConfig], naming the directory) when one is not absolute,
 // is writable by its group or others, is owned by a user other than
-// root or the host's own, or is in the workspace; or when a directory
-// on the way to it from "/" (through the links on the way too) is
-// owned by such a user, or is writable by its group or others and not
-// sticky, or is sticky (as /tmp) and what is reached in it is owned by
-// such a user; or when it is missing from a directory that its group or
-// others may write; or when the host cannot search it or a directory on
-// the way to it (EACCES: the sandbox's helper may see what the check
-// could not). One missing otherwise is left out. Owned by
-// "nobody", the overflow uid (65534), counts as owned by root only in a
-// user namespace that does not map it: there it stands for the users
-// outside, root among them, and the check cannot tell them apart.
+// root (the host's own user too, when that is not root: commands write
+// as that user, and a directory of the user's may be the workspace of
+// another program's sandboxes), or is in the workspace; or when a
+// directory on the way to it from "/" (through the links on the way
+// too) is owned by such a user, or is writable by its group or others
+// and not sticky, or is sticky (as /tmp) and what is reached in it is
+// owned by such a user; or when it is reached through a link of /proc
+// (/proc/self/root/etc: the kernel follows it to what it stands for,
+// not to the path the check reads it as); or when it is missing from a
+// directory that its group or others may write; or when the host
+// cannot search it or a directory on the way to it (EACCES: the
+// sandbox's helper may see what the check could not). One missing
+// otherwise is left out. Owned by "nobody", the overflow uid (65534),
+// counts as owned by root only in a user namespace that does not map
+// it: there it stands for the users outside, root among them, and the
+// check cannot tell them apart. A
+// host that runs as root has root's workspaces owned by root too: the
+// check refuses its own workspace, but cannot tell another program's
+// from the system's directories, and such a host keeps EtcLinkDirs out
+// of every workspace itself.
 //
 // A program may change it before it sets any sandbox up (before
 // workspace.New), never after: the host reads it, without locking, as
@@ -457,8 +482,9 @@ func (t *LinkTargets) add(found []string) {
 // than 64 of its matches is hidden whole, with one cover (unless it is
 // "/", a system place as above, or holds the workspace); when what
 // patterns still lead to through such links takes the paths a set-up
-// hides (what Hide resolved to, counting one for each entry of
-// [DefaultHidden] and the surroundings) beyond MaxHidden, one pattern
+// hides (what Hide resolved to, counting one for each path of
+// [DefaultHidden] and the surroundings, and what each pattern of
+// DefaultHidden matches) beyond MaxHidden, one pattern
 // or several together, Hide is refused ([ErrTooManyHidden], with
 // [ErrConfig]), the error naming the link that leads to the most and
 // where it leads, for the host to remove it. A FIFO is never
@@ -623,7 +649,10 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 	// A set-up hides every path kept, and the defaults: the entries led
 	// out of the workspace through links in it may not take that beyond
 	// MaxHidden, one entry or all together, or every set-up fails.
-	if total := counted + len(DefaultHidden) + 1; most.n > 0 && total > MaxHidden {
+	if most.n == 0 {
+		return out, notes, nil // nothing led out: the defaults' patterns need no matching
+	}
+	if total := counted + defaultsReserve(DefaultHidden); total > MaxHidden {
 		to, _ := resolveLinks(nil, most.link, ws, true)
 		return nil, nil, fmt.Errorf("%w: Hide[%d] = %q: %w: it leads through the link %s, in the workspace, "+
 			"which leads out of it to %s, to %d paths to hide (%d with the rest of Hide and DefaultHidden), more "+
@@ -633,6 +662,33 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 			most.link, to, most.n, total, MaxHidden, crowd)
 	}
 	return out, notes, nil
+}
+
+// defaultsReserve is what ResolveHide keeps, of MaxHidden, for the
+// paths a set-up hides besides Hide: one for each path of hidden
+// ([DefaultHidden]) and for the workspace's surroundings, and what each
+// pattern of hidden matches now (the host's keys of
+// /etc/ssh/ssh_host_*_key), beyond the sandbox's own /tmp and /dev,
+// where nothing is covered. A pattern that cannot be matched counts one.
+func defaultsReserve(hidden []string) int {
+	n := 1
+	for _, h := range hidden {
+		if !isPattern(h) {
+			n++
+			continue
+		}
+		matches, err := globOpened(h)
+		if err != nil {
+			n++
+			continue
+		}
+		for _, m := range matches {
+			if !sandboxesOwn(m) {
+				n++
+			}
+		}
+	}
+	return n
 }
 
 // ledOutOfWorkspace returns the pattern or path h (absolute) with its
@@ -740,7 +796,11 @@ func systemPlaces(readableDirs, etc []string) []string {
 // view, once each, but for "/", a directory just below it, and what
 // holds the workspace wsPath or is in it: what a sandbox set up with
 // Landlock lets commands read besides [ReadableDirs] (openSUSE's TLS
-// trust store, say), unless it is hidden.
+// trust store, say), unless it is hidden. A link whose way goes
+// through a link of /proc (/proc/self/cwd, /proc/self/fd/3, or
+// /etc/mtab's ../proc/self/mounts) is left out: the kernel follows
+// those to what they stand for in the process that follows them, a
+// command's own, not to the path they read as in the host.
 func etcLinked(etcDirs []string, wsPath string) []string {
 	var out []string
 	for _, d := range etcDirs {
@@ -752,8 +812,14 @@ func etcLinked(etcDirs []string, wsPath string) []string {
 			if e.Type()&os.ModeSymlink == 0 {
 				continue
 			}
-			path, ok := resolveOutside(nil, filepath.Join(d, e.Name()), wsPath)
-			if ok && strings.Count(path, "/") >= 2 && !within(path, wsPath) && !within(wsPath, path) && !slices.Contains(out, path) {
+			path, err := walkLinks(filepath.Join(d, e.Name()), func(dir, next string) (os.FileInfo, error) {
+				fi, err := os.Lstat(next)
+				if err == nil && fi.Mode()&os.ModeSymlink != 0 && (within(next, wsPath) || onProcfs(dir)) {
+					return nil, errors.New("a link in the workspace or in /proc")
+				}
+				return fi, err
+			})
+			if err == nil && strings.Count(path, "/") >= 2 && !within(path, wsPath) && !within(wsPath, path) && !slices.Contains(out, path) {
 				out = append(out, path)
 			}
 		}

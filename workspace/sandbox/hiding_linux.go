@@ -215,3 +215,11 @@ func Glob(pattern string) ([]string, error) {
 		return err != nil
 	}), nil
 }
+
+// onProcfs reports whether the directory dir is on a procfs, whose
+// links (/proc/self, /proc/self/cwd, …) the kernel follows to what they
+// stand for in the process that follows them, not to what they read as.
+func onProcfs(dir string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(dir, &st) == nil && st.Type == unix.PROC_SUPER_MAGIC
+}

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -49,6 +50,10 @@ type Process struct {
 	// forgets is targets' count of Forget calls at the set-up.
 	targets *LinkTargets
 	forgets uint64
+	// etc is where the links of EtcLinkDirs led at the set-up (see
+	// etcLinked), around the workspace at wsPath: Run looks again.
+	etc    []string
+	wsPath string
 }
 
 // Pid is the helper's pid in the host; it leads its own process group
@@ -195,8 +200,9 @@ var hookLaunched func(pid int)
 // its whole environment. A sandbox runs one command; Run fails when
 // called again, when the helper is gone (it was killed while it
 // waited), or when a path to hide appeared or was replaced since the
-// sandbox was prepared ([ErrPreparedStale]): the caller then releases
-// it and prepares another. The helper looks for the paths to hide
+// sandbox was prepared, or a link of [EtcLinkDirs] leads elsewhere
+// ([ErrPreparedStale]): the caller then releases it and prepares
+// another. The helper looks for the paths to hide
 // again, from inside the sandbox and as a set-up does (a few Lstat
 // calls per path to hide, a listing of each directory a pattern
 // needs, and the places of [LinkTargets] as Run is called), checks
@@ -231,6 +237,12 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 		// It hides places the host has forgotten since: it would show
 		// the command less than the next set-up does.
 		return fmt.Errorf("%w: places links led to were forgotten since (LinkTargets.Forget)", ErrPreparedStale)
+	}
+	if now := etcLinked(EtcLinkDirs, p.wsPath); !slices.Equal(now, p.etc) {
+		// Its Landlock domain lets commands read where the links led
+		// then, which may no longer be the system's configuration.
+		return fmt.Errorf("%w: where the links of EtcLinkDirs lead changed since (then: %s; now: %s)", ErrPreparedStale,
+			placesText(p.etc), placesText(now))
 	}
 	line, err := json.Marshal(runRequest{Shell: shell, Command: command, Env: env, LinkTargets: p.targets.Paths()})
 	if err != nil {
@@ -277,6 +289,14 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	}
 	p.buf = append(append(answer, '\n'), p.buf...) // for Finish
 	return r.carried(fmt.Errorf("sandbox: %s", r.Error))
+}
+
+// placesText names places in an error, "none" when there are none.
+func placesText(places []string) string {
+	if len(places) == 0 {
+		return "none"
+	}
+	return strings.Join(places, ", ")
 }
 
 // killOnDone kills the helper when ctx is done, until the returned
@@ -353,6 +373,13 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if err := checkEtcLinkDirs(EtcLinkDirs, root); err != nil {
 		return nil, err
 	}
+	// Where the links of EtcLinkDirs lead is read here, right after the
+	// check, and handed to the helper: Run reads it again, and compares.
+	wsPath, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(root.Fd())))
+	if err != nil {
+		return nil, fmt.Errorf("sandbox: the workspace directory's path: %w", err)
+	}
+	req.EtcLinked = etcLinked(EtcLinkDirs, wsPath)
 	var forgets uint64
 	req.LinkTargets, forgets = req.Config.LinkTargets.snapshot()
 	ctlR, ctlW, err := os.Pipe()
@@ -397,7 +424,8 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 		unix.Close(st[0])
 		return nil, startError(err, flags)
 	}
-	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets}
+	p := &Process{Cmd: cmd, ctl: ctlW, status: st[0], targets: req.Config.LinkTargets, forgets: forgets,
+		etc: req.EtcLinked, wsPath: wsPath}
 	if hookLaunched != nil {
 		hookLaunched(cmd.Process.Pid)
 	}
@@ -410,7 +438,7 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 	if req.Config.AllowNetwork {
 		req.Keep = KeptWithNetwork
 	}
-	req.EtcLinkDirs, req.Hidden, req.ReadableDirs = EtcLinkDirs, DefaultHidden, ReadableDirs
+	req.Hidden, req.ReadableDirs = DefaultHidden, ReadableDirs
 	line, err := json.Marshal(req)
 	if err != nil {
 		return fail(err)
@@ -486,16 +514,20 @@ func checkNotRoot(root *os.File) error {
 // names it, a directory of dirs ([EtcLinkDirs]) in which someone the host
 // does not trust could plant a link, whose target the sandbox would
 // then let commands read, or could do so between this check and the
-// helper's reading of it: one that is not absolute; one that its group
-// or others may write, or that a user other than a trusted one (see
-// trustedOwner) owns; one reached, on the way from "/" and through the
-// links on it, through a directory that a user not trusted owns, or
-// that its group or others may write, unless it is sticky and what is
-// reached in it belongs to a trusted user (as in /tmp: no one else may
-// rename it); one missing from a directory that its group or others may
-// write (anyone could make it); or one in the workspace (the directory
-// root), or reached through it, where commands write. A directory that
-// is missing otherwise is left out, as the set-up leaves it out.
+// reading of its links right after: one that is not absolute; one that
+// its group or others may write, or that a user other than a trusted
+// one (root: see trustedOwner) owns, this process's own included
+// (commands of any workspace of that user write as it); one reached, on
+// the way from "/" and through the links on it, through a directory
+// that a user not trusted owns, or that its group or others may write,
+// unless it is sticky and what is reached in it belongs to a trusted
+// user (as in /tmp: no one else may rename it); one reached through a
+// link of /proc (the kernel follows it to what it stands for, not to
+// the path it reads as); one missing from a directory that its group
+// or others may write (anyone could make it); or one in the workspace
+// (the directory root), or reached through it, where commands write. A
+// directory that is missing otherwise is left out, as the set-up
+// leaves it out.
 func checkEtcLinkDirs(dirs []string, root *os.File) error {
 	refuse := func(d, why string) error {
 		return markedError{fmt.Errorf("sandbox: EtcLinkDirs: %s is %s: links there would make where they "+
@@ -561,6 +593,13 @@ func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
 			why = fmt.Sprintf("reached through %s, owned by uid %d in %s, which its group or others may write",
 				next, ownerOf(entry), dir)
 			return nil, stop
+		case err == nil && entry.Mode()&fs.ModeSymlink != 0 && onProcfs(dir):
+			// The walk reads the link as a path; the kernel follows it
+			// to what it stands for (another mount namespace's root,
+			// say), which this check never saw.
+			why = fmt.Sprintf("reached through %s, a link of /proc, which leads to what it stands for in the "+
+				"process that follows it, not to the path it reads as", next)
+			return nil, stop
 		}
 		return entry, err
 	})
@@ -581,7 +620,7 @@ func etcLinkDirRisk(path string, ws os.FileInfo) (string, error) {
 	case os.SameFile(fi, ws):
 		return fmt.Sprintf("in the workspace (%s), where commands write", dir), nil
 	case !trustedOwner(fi):
-		return fmt.Sprintf("owned by uid %d, neither root nor this process's user", ownerOf(fi)), nil
+		return "owned by " + untrustedOwner(fi), nil
 	case fi.Mode().Perm()&0o022 != 0:
 		return fmt.Sprintf("writable by its group or others (mode %#o)", fi.Mode().Perm()), nil
 	}
@@ -598,7 +637,7 @@ func onTheWay(dir string, fi, ws os.FileInfo) string {
 	case os.SameFile(fi, ws):
 		return fmt.Sprintf("in the workspace (%s), where commands write", dir)
 	case !trustedOwner(fi):
-		return fmt.Sprintf("reached through %s, owned by uid %d, neither root nor this process's user", dir, ownerOf(fi))
+		return fmt.Sprintf("reached through %s, owned by %s", dir, untrustedOwner(fi))
 	case fi.Mode().Perm()&0o022 != 0 && fi.Mode()&fs.ModeSticky == 0:
 		return fmt.Sprintf("reached through %s, which its group or others may write (mode %#o)", dir, fi.Mode().Perm())
 	}
@@ -613,17 +652,32 @@ func ownerOf(fi os.FileInfo) uint32 {
 	return 0
 }
 
-// trustedOwner reports whether the file of fi belongs to root or to this
-// process's user, or shows the overflow uid because its owner has no
-// uid in this process's user namespace (run as root in one, the host's
-// root owns the system's directories, which then show it). The overflow
-// uid counts only when it is not mapped: outside a user namespace, or in
-// one that maps it, it is a user of its own (nobody, which daemons run
-// as). Unmapped, it stands for any user outside the namespace, root or
-// not: the check cannot tell them apart.
+// trustedOwner reports whether the file of fi belongs to root, or shows
+// the overflow uid because its owner has no uid in this process's user
+// namespace (run as root in one, the host's root owns the system's
+// directories, which then show it). This process's own user is not
+// trusted, unless it is root: sandboxed commands write as that user, in
+// their workspace, and any directory of the user's may be a workspace
+// of another program's, or of this one's at another time (each sandbox
+// refuses only its own). The overflow uid counts only when it is not
+// mapped: outside a user namespace, or in one that maps it, it is a
+// user of its own (nobody, which daemons run as). Unmapped, it stands
+// for any user outside the namespace, root or not: the check cannot
+// tell them apart.
 func trustedOwner(fi os.FileInfo) bool {
 	uid := ownerOf(fi)
-	return uid == 0 || int(uid) == os.Geteuid() || uid == overflowUID() && !overflowMapped()
+	return uid == 0 || uid == overflowUID() && !overflowMapped()
+}
+
+// untrustedOwner says who owns the file of fi, which trustedOwner
+// refused, and why that user is not trusted.
+func untrustedOwner(fi os.FileInfo) string {
+	uid := ownerOf(fi)
+	if int(uid) == os.Geteuid() {
+		return fmt.Sprintf("uid %d, this process's user but not root: commands write as this user, in its "+
+			"workspaces, and any of its directories may be another workspace's", uid)
+	}
+	return fmt.Sprintf("uid %d, not root", uid)
 }
 
 // overflowUID is the uid that files show in a user namespace when their

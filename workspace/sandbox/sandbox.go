@@ -415,7 +415,9 @@ var ErrStartFailed = errors.New("sandbox: the command's shell could not be start
 // (its cover goes with the file it covered), which the sandbox does not
 // hide, or there are more than [MaxHidden]; or when the host forgot
 // places of the Config's [LinkTargets] since ([LinkTargets.Forget]),
-// which the sandbox still hides. The command was not started; a
+// which the sandbox still hides; or when a link of [EtcLinkDirs] leads
+// elsewhere than it did (the administrator moved the trust store, say),
+// where the sandbox's Landlock domain still lets commands read. The command was not started; a
 // sandbox prepared now hides what is there now.
 var ErrPreparedStale = errors.New("sandbox: a path to hide changed since the sandbox was prepared")
 

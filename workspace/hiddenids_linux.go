@@ -1,0 +1,80 @@
+//go:build linux
+
+package workspace
+
+import (
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// readReplaced returns what the file id at name (relative to the root)
+// replaced, as the write that made it noted on it (replacedAttr); nil
+// when it carries no note, or name holds another file by now.
+func (w *Workspace) readReplaced(name string, id entryID) []entryID {
+	var ids []entryID
+	_ = w.withFile(name, id, func(fd int) error {
+		buf := make([]byte, maxReplaced*34)
+		n, err := unix.Fgetxattr(fd, replacedAttr, buf)
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(string(buf[:n])) {
+			dev, ino, ok := strings.Cut(f, ":")
+			d, derr := strconv.ParseUint(dev, 16, 64)
+			i, ierr := strconv.ParseUint(ino, 16, 64)
+			if ok && derr == nil && ierr == nil {
+				ids = append(ids, entryID{d, i})
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+// writeReplaced notes on the file id at name (relative to the root),
+// which the tools just wrote, what it replaced (replacedAttr). A file
+// system without user extended attributes, or a file the process may
+// not change them on (one it may not write), leaves it without: the
+// workspaces of other processes then take it for a move.
+func (w *Workspace) writeReplaced(name string, id entryID, ids []entryID) {
+	if len(ids) == 0 {
+		return
+	}
+	var b []byte
+	for _, r := range ids {
+		b = strconv.AppendUint(b, r.dev, 16)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, r.ino, 16)
+		b = append(b, ' ')
+	}
+	err := w.withFile(name, id, func(fd int) error {
+		return unix.Fsetxattr(fd, replacedAttr, b[:len(b)-1], 0)
+	})
+	if err != nil {
+		w.log.Debug("workspace: the file written at a path hidden from commands does not say what it replaced "+
+			"(the workspaces other processes opened on the directory will take it for a move)", "path", name, "err", err)
+	}
+}
+
+// withFile calls fn with name (relative to the root) opened for
+// reading, reached following no link, when it is the regular file id.
+func (w *Workspace) withFile(name string, id entryID, fn func(fd int) error) error {
+	how := unix.OpenHow{Flags: unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	return w.fromRoot(func(root int) error {
+		fd, err := w.sys.openBeneath(root, name, &how)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			return err
+		}
+		if st.Mode&unix.S_IFMT != unix.S_IFREG || (entryID{uint64(st.Dev), uint64(st.Ino)}) != id {
+			return unix.ESTALE
+		}
+		return fn(fd)
+	})
+}

@@ -235,8 +235,19 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 // StopChildren implements actor.Supervisor.
 func (d *decision) StopChildren(pids ...*actor.PID) { d.send(pids, &actor.Stop{}) }
 
-// ResumeChildren implements actor.Supervisor.
-func (d *decision) ResumeChildren(pids ...*actor.PID) { d.send(pids, &actor.ResumeMailbox{}) }
+// ResumeChildren implements actor.Supervisor. The Resume of a duplex is
+// noted as it is sent (see watch.resumeSending): a restart decided after
+// it (all-for-one, for a sibling's failure) reaches the duplex once it
+// runs again, and restarts it, a stop waiting in its queue or not (see
+// stopWins).
+func (d *decision) ResumeChildren(pids ...*actor.PID) {
+	for _, pid := range pids {
+		if d.mbs[pid] != nil && d.current(pid) {
+			d.rt.watch.resumeSending(pid)
+		}
+	}
+	d.send(pids, &actor.ResumeMailbox{})
+}
 
 // send sends msg to each of pids still running as the process noted for
 // it.
@@ -270,16 +281,18 @@ func (d *decision) restarts(pid *actor.PID) bool {
 }
 
 // stopWins reports whether the restart of pid will be taken as the stop
-// written into it (see mailbox.stops): its running incarnation failed
-// (its mailbox is suspended, or will be before it takes the restart:
-// see watch.failing), and a stop waits in its queue. The restart is sent
-// all the same: the stop waits for it. The failed child of a decision
-// about an incarnation that has ended (restarted for a sibling's failure,
-// under all-for-one) runs again, and is restarted, stop or no stop,
-// unless its running incarnation failed too.
+// written into it (see mailbox.stops): its mailbox will be suspended for
+// a failure when it takes the restart (see watch.suspendedAhead), and a
+// stop waits in its queue. The restart is sent all the same: the stop
+// waits for it. The failed child of a decision about an incarnation that
+// has ended (restarted for a sibling's failure, under all-for-one) runs
+// again, and is restarted, stop or no stop, unless its running
+// incarnation failed too; so is a failed child with a Resume queued
+// ahead of the restart (an all-for-one Resume, and then a restart for a
+// sibling's failure), which runs again before it takes the restart.
 func (d *decision) stopWins(pid *actor.PID) bool {
 	mb := d.mbs[pid]
-	return mb != nil && mb.stops.Load() > 0 && (mb.suspended.Load() || d.rt.watch.failing(pid))
+	return mb != nil && mb.stops.Load() > 0 && d.rt.watch.suspendedAhead(pid, mb)
 }
 
 // current reports whether pid still names the process noted for it.

@@ -178,8 +178,10 @@ type watched struct {
 	owner *shell // the incarnation that last reported
 	// base is the count of the duplex's failures when the owner began;
 	// decisions counts the decisions taken about its failures; resumed
-	// is the count of its failures when the owner was last resumed.
-	base, decisions, resumed uint64
+	// is the count of its failures when the owner was last resumed, and
+	// resumeSent when a supervisor's Resume was last sent to it (see
+	// resumeSending).
+	base, decisions, resumed, resumeSent uint64
 	// ended: the owner's incarnation has ended for a restart, and the
 	// next one has not begun.
 	ended bool
@@ -268,7 +270,7 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
-		e.base, e.resumed = failuresOf(s), 0
+		e.base, e.resumed, e.resumeSent = failuresOf(s), 0, 0
 		e.ended, e.escalated, e.stopWon = false, nil, false
 		return true
 	})
@@ -341,20 +343,35 @@ func (w *watch) escalating(pid *actor.PID, err error) {
 	}
 }
 
-// failing reports whether the running incarnation of the duplex pid has
-// failed and no Resume of it has been taken since: it waits for its
-// supervisor (a decision about it may have been taken, a restart waiting
-// for its backoff). Its mailbox may not have taken the suspension yet: it
-// takes it before any directive sent now.
-func (w *watch) failing(pid *actor.PID) bool {
+// suspendedAhead reports whether the duplex pid, whose mailbox is mb,
+// will be suspended for a failure when it takes a directive sent now: its
+// running incarnation has failed, and neither a Resume of it has been
+// taken since nor one sent since waits in its queue, ahead of the
+// directive (see resumeSending). Its mailbox may not have taken the
+// suspension yet: it takes it before any directive sent now. An
+// incarnation that has ended (a restart taken, the next not begun) is
+// told by its mailbox alone.
+func (w *watch) suspendedAhead(pid *actor.PID, mb *mailbox) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.entry(pid)
 	if !ok || e.ended {
-		return false
+		return mb.suspended.Load()
 	}
 	n := failuresOf(e.owner)
-	return n > e.base && n > e.resumed
+	return n > e.base && n > e.resumed && n > e.resumeSent
+}
+
+// resumeSending records that a supervisor's Resume is sent to the duplex
+// pid now: its queue takes it before any directive sent after, and a
+// failure counted before it is over once it is taken (a failure counted
+// after, its suspension queued behind the Resume, is not).
+func (w *watch) resumeSending(pid *actor.PID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok && !e.ended {
+		e.resumeSent = failuresOf(e.owner)
+	}
 }
 
 // stopWins records that the stop waiting in the queue of the duplex pid

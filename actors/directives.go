@@ -199,9 +199,9 @@ func (d *decision) Children() []*actor.PID {
 // RestartChildren implements actor.Supervisor. The restart is told to
 // the runtime's observers now, before it is sent, with the children it
 // restarts as its Affected; a restart that restarts none (every child
-// stopped, or is stopping, since the decision, or a failed one has a
-// stop waiting that wins over it, or over a restart sent to it before)
-// is not told. A stop written into a failed child after this, before it
+// stopped, or is stopping, since the decision, its process still waiting
+// for its own children to stop, or a failed one has a stop waiting that
+// wins over it, or over a restart sent to it before) is not told. A stop written into a failed child after this, before it
 // takes the restart, still wins: the restart was told.
 func (d *decision) RestartChildren(pids ...*actor.PID) {
 	live := slices.DeleteFunc(slices.Clone(pids), func(pid *actor.PID) bool {
@@ -209,8 +209,10 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 			d.dropped(pid, &actor.Restart{}, "the child stopped before the decision")
 			return true
 		}
-		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() {
-			// Stopping: its mailbox drops a restart after the stop.
+		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() || mb == nil && d.rt.watch.stopped(pid) {
+			// Stopping: its mailbox drops a restart after the stop. One
+			// with no record left has taken its stop, and waits for its
+			// own children to stop.
 			d.dropped(pid, &actor.Restart{}, "the child is stopping")
 			return true
 		}

@@ -157,6 +157,13 @@ func (s *shell) injected(m *injectedPanic) {
 type watch struct {
 	mu    sync.Mutex
 	table map[string]*watched
+	// stopping are the duplexes that have taken their stop, by id, from
+	// their record's end until their process is gone (a stopping duplex
+	// waits for its own children to stop): a restart decided for one of
+	// them is dropped by its mailbox (see decision.RestartChildren).
+	// Those gone are dropped as it grows past prune.
+	stopping map[string]*actor.PID
+	prune    int
 
 	actorWatchers       watchers[ActorEvent]
 	supervisionWatchers watchers[supervisor.Event]
@@ -268,6 +275,7 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 			Durable: s.spec.Durable()}}
 	}
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
+		delete(w.stopping, s.self.Id) // gone: its name is taken again
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
 		e.base, e.resumed, e.resumeSent = failuresOf(s), 0, 0
@@ -303,9 +311,36 @@ func (w *watch) ended(s *shell, restarting bool) {
 			e.ended = true
 		} else {
 			e.info.State = ActorStopped
+			w.noteStopping(s.self, s.rt.system.ProcessRegistry)
 		}
 		return true
 	})
+}
+
+// noteStopping notes pid, a duplex that takes its stop, as stopping (see
+// watch.stopping), and drops those gone, whose id names no process, once
+// the list has grown past its mark; the caller holds w.mu.
+func (w *watch) noteStopping(pid *actor.PID, registry *actor.ProcessRegistryValue) {
+	if w.stopping == nil {
+		w.stopping = map[string]*actor.PID{}
+	}
+	if len(w.stopping) >= w.prune {
+		for id := range w.stopping {
+			if _, ok := registry.GetLocal(id); !ok {
+				delete(w.stopping, id)
+			}
+		}
+		w.prune = 2*len(w.stopping) + 64
+	}
+	w.stopping[pid.Id] = pid
+}
+
+// stopped reports whether the duplex pid has taken its stop (its record
+// has ended, see noteStopping): a restart sent to it now is dropped.
+func (w *watch) stopped(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopping[pid.GetId()] == pid
 }
 
 // resumed records that s's incarnation was resumed (see shell.resumed):

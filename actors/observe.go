@@ -70,11 +70,14 @@ type ActorInfo struct {
 }
 
 // ActorEvent reports that a duplex actor changed state, or that its
-// supervisor decided about a failure of it: Actor is as it is after the
-// change. A decision's event comes before the restart or stop it leads to,
-// with LastFailure set and, for a restart carried out at once, State and
-// Restarts still those of the failed incarnation (a restart with backoff
-// and an escalation show ActorFailed).
+// supervisor decided about a failure of it (Decision): Actor is as it is
+// after the change. A decision's event comes before the restart or stop
+// it leads to, with LastFailure set and, for a restart carried out at
+// once, a stop or a Resume, State and Restarts still those of the failed
+// incarnation (a restart with backoff and an escalation show ActorFailed):
+// a decision's event reports no new incarnation, even when its State is
+// ActorRunning. Count restarts by the ActorRestarting events, or by the
+// ActorRunning events that are no Decision.
 //
 // Each failure is reported once, as LastFailure, and on the incarnation
 // that failed. An incarnation that ends after failing, before its
@@ -92,6 +95,9 @@ type ActorInfo struct {
 type ActorEvent struct {
 	Time  time.Time
 	Actor ActorInfo
+	// Decision: the event reports a supervisor's decision about the
+	// failure in Actor.LastFailure, not a change of incarnation.
+	Decision bool
 }
 
 // Actors returns the duplex actors of the runtime that are alive, sorted
@@ -238,6 +244,12 @@ func (w *watch) actors() []ActorInfo {
 // given) and reports the result to the watchers (a panic of one is logged
 // to logger).
 func (w *watch) update(logger *slog.Logger, id string, create func() *watched, change func(*watched) bool) {
+	w.report(logger, id, create, change, false)
+}
+
+// report is update, the event it reports marked as a decision's when
+// decision is set.
+func (w *watch) report(logger *slog.Logger, id string, create func() *watched, change func(*watched) bool, decision bool) {
 	now := time.Now()
 	w.mu.Lock()
 	if w.table == nil {
@@ -260,7 +272,7 @@ func (w *watch) update(logger *slog.Logger, id string, create func() *watched, c
 	if e.info.State != before || e.info.Since.IsZero() {
 		e.info.Since = now
 	}
-	ev := ActorEvent{Time: now, Actor: e.info}
+	ev := ActorEvent{Time: now, Actor: e.info, Decision: decision}
 	if e.info.State == ActorStopped {
 		delete(w.table, id)
 	}
@@ -438,7 +450,7 @@ func (w *watch) stopWon(pid *actor.PID) bool {
 // none.
 func (rt *Runtime) decided(ev supervisor.Event, child *actor.PID) {
 	rt.logSupervision(ev)
-	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
+	rt.watch.report(rt.logger, ev.Child, nil, func(e *watched) bool {
 		if e.pid != child {
 			return false
 		}
@@ -453,7 +465,7 @@ func (rt *Runtime) decided(ev supervisor.Event, child *actor.PID) {
 			e.info.State = ActorFailed
 		}
 		return true
-	})
+	}, true)
 }
 
 // tell passes a supervision decision on to RuntimeOptions.OnSupervision

@@ -96,6 +96,7 @@ func (d *decision) EscalateFailure(reason, message any) {
 			c := escalatedChild{pid: d.child, proc: proc, mb: d.mbs[d.child]}
 			if c.mb != nil {
 				c.failure = c.mb.failures.Load()
+				c.watch = &d.rt.watch
 			}
 			k.keepEscalated(c)
 		}
@@ -129,13 +130,14 @@ func keeperOf(sup actor.Supervisor) escalationKeeper {
 }
 
 // escalatedChild is a child whose failure its parent escalated, its
-// process then, and, when it is a duplex, its mailbox and the count of
-// its failures then (see resumeEscalation).
+// process then, and, when it is a duplex, its mailbox, the count of its
+// failures then (see resumeEscalation) and the runtime's record of it.
 type escalatedChild struct {
 	pid     *actor.PID
 	proc    actor.Process
 	mb      *mailbox
 	failure uint64
+	watch   *watch
 }
 
 // resumeEscalated resumes the children of escalated (see escalatedChild.resume).
@@ -156,6 +158,10 @@ func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
 		return
 	}
 	if c.mb != nil {
+		// Noted before it is sent: a restart decided after it, for a
+		// sibling's failure, reaches the child once it runs again (see
+		// decision.stopWins).
+		c.watch.escalationResumeSending(c.pid, c.failure)
 		c.proc.SendSystemMessage(c.pid, &resumeEscalation{failure: c.failure})
 		return
 	}

@@ -421,6 +421,19 @@ func (w *watch) resumeSending(pid *actor.PID) {
 	}
 }
 
+// escalationResumeSending records that the Resume of the duplex pid's
+// failure-th failure, which its parent escalated, is sent to it now (see
+// resumeEscalation): taken, it is over, as after resumeSending. A later
+// failure, whether its suspension comes before the Resume (which is then
+// dropped) or after, is not.
+func (w *watch) escalationResumeSending(pid *actor.PID, failure uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok && !e.ended && failure > e.resumeSent {
+		e.resumeSent = failure
+	}
+}
+
 // stopWins records that the stop waiting in the queue of the duplex pid
 // wins over a restart sent to it (see decision.stopWins).
 func (w *watch) stopWins(pid *actor.PID) {

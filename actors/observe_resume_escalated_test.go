@@ -53,8 +53,11 @@ func TestObserve_RestartAfterQueuedEscalationResumeAnnounced(t *testing.T) {
 	bpid, _ := lookup(t, rt, ids.b)
 	rt.system.Root.Send(bpid, messages.Text("f", "fail"))
 	waitQueued(pmb, 0, 2)
+	_, amb := lookup(t, rt, ids.a)
+	awaitIdle(amb) // the Resume p sends a waits for da
 	dp.release()
 	waitFor(t, ctx, told.when(toldAbout(boomB)), "the decision about b")
+	waitQueued(amb, 0, 2) // the Resume, and the restart sent after it is told
 	da.release()
 	waitFor(t, ctx, acts.when(isStopped(&ids.a)), "a's stop")
 

@@ -2,6 +2,7 @@ package actors
 
 import (
 	"errors"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -27,7 +28,10 @@ func TestObserve_RestartAfterQueuedResumeAnnounced(t *testing.T) {
 	decide := func(err error) supervisor.Directive {
 		if errors.Is(err, boomB) {
 			// The Resume sent now reaches no mailbox until the decision
-			// about a is told.
+			// about a is told: b's, suspended, is idle, and its run
+			// waits for the dispatcher.
+			_, mb := lookup(t, rt, ids.b)
+			awaitIdle(mb)
 			disp.hold()
 			return supervisor.Resume
 		}
@@ -39,6 +43,8 @@ func TestObserve_RestartAfterQueuedResumeAnnounced(t *testing.T) {
 	}), &ids)
 	rt.Send(ref, messages.Text("go", "go"))
 	waitFor(t, ctx, told.when(toldAbout(boomA)), "the decision about a")
+	_, bmb := lookup(t, rt, ids.b)
+	waitQueued(bmb, 0, 2) // the Resume, and the restart sent after it is told
 	disp.release()
 	waitFor(t, ctx, acts.when(isStopped(&ids.b)), "b's stop")
 
@@ -50,5 +56,13 @@ func TestObserve_RestartAfterQueuedResumeAnnounced(t *testing.T) {
 		return ev.Directive == supervisor.Restart && errors.Is(ev.Reason, boomA)
 	}) {
 		t.Errorf("the decisions announced for b are %+v, want a's restart among them: b was restarted", got)
+	}
+}
+
+// awaitIdle waits until mb, a failed duplex's, is suspended and no run of
+// it is under way: a message posted to it then schedules a run.
+func awaitIdle(mb *mailbox) {
+	for !mb.suspended.Load() || mb.status.Load() != mailboxIdle {
+		runtime.Gosched()
 	}
 }

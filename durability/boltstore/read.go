@@ -61,10 +61,13 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 // whose checksums differ by sums that cancel out, a chance of one in
 // 2^32 that would report damage where there is none), so a walk from
 // the bucket's first entry to its end is compared with the summary.
-// Other actors' commits between pages do not stop the check.
+// Other actors' commits between pages do not stop the check; writes of
+// the actor not yet checkpointed that delete the events a page would
+// walk first do, as do a page that cuts off bucket entries it walked (to
+// make room for the overlay's) and one that finds no bucket to walk.
 type pagesWalk struct {
 	started bool
-	same    bool       // every page so far found events
+	same    bool       // every page so far walked the bucket from where the one before it stopped, and found events
 	events  bucketStat // the summary of the actor's events the first page found
 	w       walkCheck
 }
@@ -87,6 +90,7 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 		bucketVisible = over.deletedThrough != math.MaxUint64
 	}
 	var stored []entry
+	walked := false // the page walked the actor's events bucket
 	if ab := actorBucket(tx, name); ab != nil && bucketVisible {
 		sm, err := s.readSummary(ab, name)
 		if err != nil {
@@ -103,9 +107,14 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 			// of the indexes it meets.
 			if !whole.started {
 				*whole = pagesWalk{started: true, same: true, events: sm.events, w: walkCheck{first: start <= sm.events.min}}
-			} else if sm.events != whole.events {
+			} else if sm.events != whole.events || start != from {
+				// A checkpoint changed the events, or writes not yet
+				// checkpointed deleted those this page would have
+				// walked first: the pages no longer walk the bucket
+				// the summary counts as one.
 				whole.same = false
 			}
+			walked = true
 			w := walkCheck{first: start <= sm.events.min}
 			ic := newIndexCheck(sm.events, start)
 			size := 0
@@ -151,6 +160,9 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 				}
 			}
 		}
+	}
+	if !walked {
+		whole.same = false // a later page that finds the bucket walks it from elsewhere
 	}
 	var fresh []entry
 	if over != nil {

@@ -79,11 +79,13 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 // the second run cannot repeat or mix in the first's rows. After a server
 // restart, then, no read fails on the dead connections of the pool, not
 // even the first; if the server is still down, the second run's error is
-// returned.
+// returned. A read refused because a table changed under the store (see
+// staleStatement) runs once more too, on a fresh connection, which
+// prepares its statement for the table as it is.
 func (s *Store) read(ctx context.Context, q func() error) error {
 	err := q()
 	s.noteFailure(err)
-	if err == nil || ctx.Err() != nil || !connectionLost(err) {
+	if err == nil || ctx.Err() != nil || !connectionLost(err) && !staleStatement(err) {
 		return err
 	}
 	err = q()

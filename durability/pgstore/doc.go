@@ -168,7 +168,18 @@
 // or the server cannot tell) it runs again with every row it puts checked
 // against the row stored, and the write whose rows hold other bytes fails
 // with ErrOutcomeUnknown: after a crash of the server, the transaction
-// that committed under the first run's id may be another one. Another
+// that committed under the first run's id may be another one. The
+// store asks the server whether the first run has ended, each time for
+// at most five seconds: when it does not answer (the network died with
+// the connection), the write fails at once with ErrOutcomeUnknown, its
+// actor in doubt, instead of waiting for as long as the network is away;
+// while the server answers that the transaction runs on (it waits on a
+// lock, say), the write waits for it, as long as its caller's context
+// allows, and holds its committer meanwhile. So the store itself bounds
+// no wait for a server that is silent or slow, but for those checks: a
+// caller without a deadline waits as long as the server holds its
+// statement (a paused server, whose host still answers TCP keepalives,
+// holds it for ever). Give every call a deadline. Another
 // process does
 // not know of the doubt, and its read may show the write absent before
 // it commits: across processes, only a new [Store.Claim] of the key

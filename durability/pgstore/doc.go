@@ -90,6 +90,14 @@
 // target_session_attrs=read-write), they reach it at once instead of
 // using connections to the demoted server until they age out.
 //
+// The error of such a call names the store (its host, database and
+// schema), says that the server takes no writes and what to do, with the
+// server's own error in its chain; so does that of a call that needed a
+// connection the server refused for having as many as it allows
+// (SQLSTATE 53300: max_connections, or a CONNECTION LIMIT), and that of
+// a call whose context ended while every connection of the store's pool
+// ([Options].MaxConns) was in use.
+//
 // A call that fails because its connection was lost (a restart, a crash,
 // sessions ended: see the classes above) drops the pool's connections
 // alike, so that the others, dead too, fail no further call. A read

@@ -579,7 +579,7 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 
 // withConn runs fn on a connection of the pool.
 func (s *Store) withConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -612,8 +612,14 @@ func (r rowRef) in(w *write) bool {
 // under ctx: the fence check's refusal as ErrFenced, and a failure after
 // the transaction was sent, which leaves its outcome unknown, with
 // ErrOutcomeUnknown (and the reason ctx was cancelled, when it was
-// Close's).
+// Close's), and a failure of the server or of the store as a whole with
+// what to do about it (see explain).
 func (s *Store) failure(ctx context.Context, err error) error {
+	return s.explain(s.classify(ctx, err))
+}
+
+// classify is failure, but for the explanation (see explain).
+func (s *Store) classify(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -911,7 +917,7 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) (run, err
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return run{}, unsent{err}
 	}

@@ -204,6 +204,21 @@
 // older one fails with [ErrFenced] and stores nothing; a write that
 // committed did so before the newer claim.
 //
+// Without Claim (two processes writing one session through their Stores,
+// or through Claims of different keys), nothing is fenced and nothing
+// tells them of each other. Each write commits on its own and none fails
+// for the other's: an event or snapshot written at an index already
+// stored replaces it, so the last to commit wins, row by row; a snapshot
+// of one compacts away (unless KeepHistory) the events and snapshots
+// below its index, those the other wrote included; a DeleteEvents of one
+// deletes the other's events too. The actor's rows may then hold a
+// history neither process wrote, events of both interleaved by index,
+// which a recovery replays as it is: every row is whole and passes its
+// checksum (it holds the bytes of one write), so no read reports it as
+// damaged. A write in doubt (see Timeouts and unknown outcomes) is known
+// to its own Store only: the other process's reads and writes do not wait
+// for it. Claim every session that two members may host at once.
+//
 // # Lifecycle
 //
 // [Open] connects (a pgxpool of [Options].MaxConns connections), checks the

@@ -2,13 +2,17 @@ package inspect_test
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/inspect"
 	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
 )
 
 // failingSpec is a duplex that fails with err on every frame it gets.
@@ -81,5 +85,99 @@ func TestFeed_StopWhileTheInspectorStartsIsNoNews(t *testing.T) {
 	}
 	if n := inspect.Remembered(in); n != 0 {
 		t.Errorf("the inspector keeps the last failures of %d actors, want none: none is alive", n)
+	}
+}
+
+// TestFeed_SubtreeStopAfterDecisionsIsNoNews: the children of a lead
+// fail one by one and are restarted (the failed one alone, or all of
+// them), then the lead is stopped with its subtree, round after round:
+// every child stops reporting a failure its supervisor decided about,
+// and the feed tells no stop; the inspector keeps nothing of the
+// actors gone.
+func TestFeed_SubtreeStopAfterDecisionsIsNoNews(t *testing.T) {
+	for _, kind := range []supervisor.Kind{supervisor.OneForOne, supervisor.AllForOne} {
+		t.Run(fmt.Sprint(kind), func(t *testing.T) {
+			const children, rounds = 6, 3
+			rt, in := inspected(t, nil, nil)
+			ctx := testCtx(t)
+			strategy := supervisor.MustNew(&supervisor.Options{Kind: kind, MaxRestarts: 2 * children, Within: time.Hour})
+			var mu sync.Mutex
+			events := make(chan actors.ActorEvent, 4*children)
+			var watched map[string]bool // the actors of the round
+			// Watched after the inspector: it has seen an event by the
+			// time this watcher is called with it.
+			t.Cleanup(rt.WatchActors(func(ev actors.ActorEvent) {
+				mu.Lock()
+				defer mu.Unlock()
+				if watched[ev.Actor.ID] {
+					events <- ev
+				}
+			}))
+			await := func(what string, match func(actors.ActorEvent) bool) {
+				t.Helper()
+				for {
+					select {
+					case ev := <-events:
+						if match(ev) {
+							return
+						}
+					case <-ctx.Done():
+						t.Fatalf("never saw %s", what)
+					}
+				}
+			}
+			for round := range rounds {
+				refs := make(chan []actors.Ref, 1)
+				lead := actors.Spec{Name: "lead", Supervision: strategy, New: func() actors.Logic {
+					return actors.LogicFunc(func(c actors.Context, msg any) {
+						if _, ok := msg.(actors.Started); !ok {
+							return
+						}
+						var out []actors.Ref
+						for i := range children {
+							ref, err := c.Spawn(failingSpec(fmt.Sprintf("tool-%d", i), fmt.Errorf("boom %d of round %d", i, round)))
+							if err != nil {
+								panic(err)
+							}
+							out = append(out, ref)
+						}
+						refs <- out
+					})
+				}}
+				leadRef, err := rt.Spawn(lead)
+				if err != nil {
+					t.Fatal(err)
+				}
+				kids := <-refs
+				mu.Lock()
+				watched = map[string]bool{leadRef.String(): true}
+				for _, k := range kids {
+					watched[k.String()] = true
+				}
+				mu.Unlock()
+				for i, k := range kids {
+					rt.Send(k, messages.Text("s", "fail"))
+					await(k.String()+" restarted", func(ev actors.ActorEvent) bool {
+						return ev.Actor.ID == k.String() && ev.Actor.State == actors.ActorRunning && ev.Actor.Restarts > 0 &&
+							ev.Actor.LastFailure != nil && strings.HasPrefix(ev.Actor.LastFailure.Error(), fmt.Sprintf("boom %d ", i))
+					})
+				}
+				rt.System().Root.Stop(leadRef.PID())
+				for range children + 1 {
+					await("the lead and its children stopped", func(ev actors.ActorEvent) bool {
+						return ev.Actor.State == actors.ActorStopped
+					})
+				}
+			}
+			snap := in.Snapshot("")
+			for _, it := range snap.Feed {
+				if it.Kind == "stop" {
+					t.Errorf("feed item %+v: every failure was decided about", it)
+				}
+			}
+			if n := inspect.Remembered(in); n != 0 {
+				t.Errorf("the inspector keeps the last failures of %d actors, want none: none is alive", n)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package inspect
 
 import (
+	"maps"
 	"net/http/httptest"
+	"slices"
 
 	"github.com/polyweave/polyweave-go/actors"
 )
@@ -31,8 +33,12 @@ func NewWatching(rt *actors.Runtime, o *Options, watching func()) (*Inspector, e
 }
 
 // Remembered counts the actors whose last failure the inspector keeps.
-func Remembered(in *Inspector) int {
+func Remembered(in *Inspector) int { return len(RememberedIDs(in)) }
+
+// RememberedIDs are the ids of the actors whose last failure the
+// inspector keeps, sorted.
+func RememberedIDs(in *Inspector) []string {
 	in.mu.Lock()
 	defer in.mu.Unlock()
-	return len(in.failures)
+	return slices.Sorted(maps.Keys(in.failures))
 }

@@ -137,7 +137,7 @@ type Inspector struct {
 	decidedNext int
 	// failures are the times of the last failures reported of the live
 	// actors whose past the inspector knows (zero: none), each dropped at
-	// its stop (see failureNews).
+	// its stop (see failureReported, failureNews).
 	failures map[string]time.Time
 	models   map[string]bool // spec names of the observed model adapters
 	modelsBy map[string]*modelObserver
@@ -444,10 +444,22 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		in.actorEnded(a, ev.Time)
 	}
 	if a.State != actors.ActorStopped {
-		in.failures[a.ID] = a.LastFailureAt
+		in.failureReported(a)
 	}
 	in.mu.Unlock()
 	in.changed()
+}
+
+// failureReported keeps the last failure a reports, live, if the
+// inspector knows its past: from its start, or from when the inspector
+// read the actors alive (New). An event of an actor that stopped
+// meanwhile (a supervisor's decision about it, reported on the
+// supervisor's goroutine, may come after its stop) leaves nothing
+// behind. in.mu must be held.
+func (in *Inspector) failureReported(a actors.ActorInfo) {
+	if _, known := in.failures[a.ID]; known || a.State == actors.ActorRunning && a.Restarts == 0 && a.LastFailure == nil {
+		in.failures[a.ID] = a.LastFailureAt
+	}
 }
 
 // failureNews reports whether a, stopped, reports a failure that no

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +180,91 @@ func TestFeed_SubtreeStopAfterDecisionsIsNoNews(t *testing.T) {
 				t.Errorf("the inspector keeps the last failures of %d actors, want none: none is alive", n)
 			}
 		})
+	}
+}
+
+// TestFailures_DecisionAfterTheStopKeepsNothing: a supervisor decides
+// about a child's failure as the child is stopped by another: the
+// decision's event, reported on the supervisor's goroutine, reaches the
+// inspector after the child's stop. The inspector keeps nothing of the
+// child, gone: what it keeps is of the live actors alone.
+func TestFailures_DecisionAfterTheStopKeepsNothing(t *testing.T) {
+	boom := errors.New("boom went off")
+	rt := actorstest.NewRuntime(t, nil)
+	ctx := testCtx(t)
+	var child string
+	var mu sync.Mutex
+	childIs := func(ev actors.ActorEvent) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return child != "" && ev.Actor.ID == child
+	}
+	deciding, stopSeen, decidedSeen := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	hold := sync.OnceFunc(func() {
+		close(deciding)
+		select {
+		case <-stopSeen:
+		case <-ctx.Done():
+		}
+	})
+	// Watched before the inspector: it sees the decision after the stop.
+	t.Cleanup(rt.WatchActors(func(ev actors.ActorEvent) {
+		if childIs(ev) && ev.Actor.State != actors.ActorStopped && errors.Is(ev.Actor.LastFailure, boom) {
+			hold()
+		}
+	}))
+	in, err := inspect.New(rt, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	seeDecision := sync.OnceFunc(func() { close(decidedSeen) })
+	// Watched after the inspector: it has seen an event by then.
+	t.Cleanup(rt.WatchActors(func(ev actors.ActorEvent) {
+		switch {
+		case !childIs(ev):
+		case ev.Actor.State == actors.ActorStopped:
+			close(stopSeen)
+		case errors.Is(ev.Actor.LastFailure, boom):
+			seeDecision()
+		}
+	}))
+	refs := make(chan actors.Ref, 1)
+	lead := actors.Spec{Name: "lead", New: func() actors.Logic {
+		return actors.LogicFunc(func(c actors.Context, msg any) {
+			if _, ok := msg.(actors.Started); ok {
+				ref, err := c.Spawn(failingSpec("tool-boom", boom))
+				if err != nil {
+					panic(err)
+				}
+				refs <- ref
+			}
+		})
+	}}
+	if _, err := rt.Spawn(lead); err != nil {
+		t.Fatal(err)
+	}
+	ref := <-refs
+	mu.Lock()
+	child = ref.String()
+	mu.Unlock()
+	rt.Send(ref, messages.Text("s", "fail"))
+	select {
+	case <-deciding:
+	case <-ctx.Done():
+		t.Fatal("the lead never decided about the child's failure")
+	}
+	rt.System().Root.Stop(ref.PID())
+	select {
+	case <-decidedSeen:
+	case <-ctx.Done():
+		t.Fatal("the inspector never saw the decision")
+	}
+	var alive []string
+	for _, a := range rt.Actors() {
+		alive = append(alive, a.ID)
+	}
+	if kept := inspect.RememberedIDs(in); !slices.Equal(kept, alive) {
+		t.Fatalf("the inspector keeps the last failures of %q, want those of the live actors %q", kept, alive)
 	}
 }

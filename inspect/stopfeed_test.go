@@ -1,8 +1,11 @@
 package inspect_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
@@ -266,5 +269,45 @@ func TestFailures_DecisionAfterTheStopKeepsNothing(t *testing.T) {
 	}
 	if kept := inspect.RememberedIDs(in); !slices.Equal(kept, alive) {
 		t.Fatalf("the inspector keeps the last failures of %q, want those of the live actors %q", kept, alive)
+	}
+}
+
+// TestFeed_StopBeforeDecisionOnEveryView: the stop of an actor that
+// failed before its supervisor decided is told, an alert, by the page
+// (without JavaScript) and by the event stream's view, as by the
+// snapshot.
+func TestFeed_StopBeforeDecisionOnEveryView(t *testing.T) {
+	boom := errors.New("boom went off")
+	r := newCrashRig(t, nil, boom)
+	ctx := testCtx(t)
+	child := r.failChild(ctx, t)
+	r.rt.System().Root.Stop(child.PID())
+	select {
+	case <-r.stopped:
+	case <-ctx.Done():
+		t.Fatal("the child was never reported stopped")
+	}
+	defer r.release()
+	item := fmt.Sprintf(`<li class="item kind-stop alert" data-kind="stop" data-actor="%s">`, child.String())
+	req := httptest.NewRequest(http.MethodGet, "http://127.0.0.1/", nil)
+	req.RemoteAddr = "127.0.0.1:1234"
+	rec := httptest.NewRecorder()
+	r.in.ServeHTTP(rec, req)
+	if page := rec.Body.String(); rec.Code != http.StatusOK || strings.Count(page, item) != 1 || !strings.Contains(page, boom.Error()) {
+		t.Errorf("GET /: %d, want the page to tell the stop once, an alert (%s), with the failure; the page:\n%s", rec.Code, item, page)
+	}
+	data, err := inspect.RenderView(r.in, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var parts map[string]string
+	if err := json.Unmarshal(data, &parts); err != nil {
+		t.Fatal(err)
+	}
+	if feed := parts["feed"]; strings.Count(feed, item) != 1 || !strings.Contains(feed, boom.Error()) {
+		t.Errorf("the event stream's feed %q, want it to tell the stop once, an alert (%s), with the failure", feed, item)
+	}
+	if items := failureItems(r.snapshot(t), child.String(), boom.Error()); len(items) != 1 || items[0].Kind != "stop" {
+		t.Errorf("the snapshot's feed items telling the failure %+v, want the stop's alone", items)
 	}
 }

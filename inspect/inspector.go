@@ -457,7 +457,9 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 // supervisor's goroutine, may come after its stop) leaves nothing
 // behind. in.mu must be held.
 func (in *Inspector) failureReported(a actors.ActorInfo) {
-	if _, known := in.failures[a.ID]; known || a.State == actors.ActorRunning && a.Restarts == 0 && a.LastFailure == nil {
+	if a.State == actors.ActorRunning && a.Restarts == 0 && a.LastFailure == nil {
+		in.failures[a.ID] = time.Time{} // started: no failure yet
+	} else if _, known := in.failures[a.ID]; known {
 		in.failures[a.ID] = a.LastFailureAt
 	}
 }
@@ -469,8 +471,11 @@ func (in *Inspector) failureReported(a actors.ActorInfo) {
 // inspector started (before it read the actors alive), is no news: the
 // failure it reports may be an old one. in.mu must be held.
 func (in *Inspector) failureNews(a actors.ActorInfo) bool {
+	if a.LastFailure == nil {
+		return false
+	}
 	at, known := in.failures[a.ID]
-	return a.LastFailure != nil && known && !at.Equal(a.LastFailureAt)
+	return known && !at.Equal(a.LastFailureAt)
 }
 
 // decision is a supervisor's decision about a failure of child, for

@@ -67,6 +67,14 @@ func URL(u *url.URL) string {
 // Text returns text with the credentials of every URL it names cut out,
 // as [URL] cuts them.
 func Text(text string) string {
+	return eachURL(text, func(sep, start int) int { return urlEnd(text, sep, start) },
+		func(rest string) (int, int, string) { return 0, len(rest), cutRest(rest) })
+}
+
+// eachURL returns text with what cut makes of each URL it holds: of the
+// part past its separator, to where end says that part ends, cut
+// replaces part[from:to] with what it returns.
+func eachURL(text string, end func(sep, start int) int, cut func(part string) (from, to int, with string)) string {
 	var b strings.Builder
 	done := 0 // text[:done] is in b
 	for i := 0; ; {
@@ -75,13 +83,13 @@ func Text(text string) string {
 			break
 		}
 		start := sep + n
-		end := urlEnd(text, sep, start)
-		i = end
-		rest := text[start:end]
-		if cut := cutRest(rest); cut != rest {
-			b.WriteString(text[done:start])
-			b.WriteString(cut)
-			done = end
+		i = end(sep, start)
+		from, to, with := cut(text[start:i])
+		if with != text[start+from:start+to] {
+			b.Grow(len(text)) // as long as it, or a little longer: once
+			b.WriteString(text[done : start+from])
+			b.WriteString(with)
+			done = start + to
 		}
 	}
 	if done == 0 {
@@ -122,29 +130,18 @@ func cutRest(rest string) string {
 // in one pass, whatever the URLs it nests, where a cut of each as a URL
 // of its own would go over the rest of the path again.
 func pathUsers(path string) string {
-	var b strings.Builder
-	done := 0 // path[:done] is in b
-	for i := 0; ; {
-		sep, n := nextSeparator(path, i)
-		if sep < 0 {
-			break
-		}
-		start := sep + n
-		i = len(path)
+	return eachURL(path, func(_, start int) int {
 		if end := strings.IndexFunc(path[start:], endsAuthority); end >= 0 {
-			i = start + end
+			return start + end
 		}
-		if at := strings.LastIndexByte(path[start:i], '@'); at >= 0 {
-			b.Grow(len(path)) // as long as it, or a little longer: once
-			b.WriteString(path[done:start])
-			b.WriteString(userText(strings.Contains(path[start:start+at], ":")))
-			done = start + at
+		return len(path)
+	}, func(authority string) (int, int, string) {
+		at := strings.LastIndexByte(authority, '@')
+		if at < 0 {
+			return 0, 0, ""
 		}
-	}
-	if done == 0 {
-		return path
-	}
-	return b.String() + path[done:]
+		return 0, at, userText(strings.Contains(authority[:at], ":"))
+	})
 }
 
 // endsAuthority reports whether r ends the authority of a URL in a path.

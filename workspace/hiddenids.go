@@ -23,7 +23,10 @@ import (
 // The note is kept twice. The file itself carries it, in the extended
 // attribute replacedAttr, for every workspace, of the process or
 // another: it goes with the file, and a file that takes the inode
-// number of one gone has none. The process keeps it too, in the book
+// number of one gone has none. It names the file it is on first: a
+// copy that kept it (cp -a, an editor that saves by renaming the file
+// to a backup commands see and writing a new one) carries a note of
+// another file, which counts for nothing. The process keeps it too, in the book
 // of the directory (hiddenBook), for an undo's removal, which leaves
 // no file to carry it, and for a file that could not carry it (a file
 // system without user extended attributes, a file the process may not

@@ -11,11 +11,13 @@ import (
 
 // readReplaced returns what the file id at name (relative to the root)
 // replaced, as the write that made it noted on it (replacedAttr); nil
-// when it carries no note, or name holds another file by now.
+// when it carries no note, or one of another file (a copy that kept the
+// attributes of the one the tools wrote: see writeReplaced), or name
+// holds another file by now.
 func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 	var ids []entryID
 	_ = w.withFile(name, id, func(fd int) error {
-		buf := make([]byte, maxReplaced*34)
+		buf := make([]byte, (maxReplaced+1)*34)
 		n, err := unix.Fgetxattr(fd, replacedAttr, buf)
 		if err != nil {
 			return err
@@ -24,17 +26,26 @@ func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 			dev, ino, ok := strings.Cut(f, ":")
 			d, derr := strconv.ParseUint(dev, 16, 64)
 			i, ierr := strconv.ParseUint(ino, 16, 64)
-			if ok && derr == nil && ierr == nil {
-				ids = append(ids, entryID{d, i})
+			if !ok || derr != nil || ierr != nil {
+				ids = nil
+				return unix.EINVAL
 			}
+			ids = append(ids, entryID{d, i})
 		}
 		return nil
 	})
-	return ids
+	if len(ids) < 2 || ids[0] != id {
+		return nil
+	}
+	return ids[1:]
 }
 
 // writeReplaced notes on the file id at name (relative to the root),
-// which the tools just wrote, what it replaced (replacedAttr). A file
+// which the tools just wrote, what it replaced (replacedAttr), after
+// the file's own identity: a copy that keeps the attribute (cp -a, an
+// editor that saves by renaming the file to a backup and writing a new
+// one) is another file, which replaced nothing of the tools', while the
+// one written may now be at a name commands see. A file
 // system without user extended attributes, or a file the process may
 // not change them on (one it may not write), leaves it without: the
 // workspaces of other processes then take it for a move.
@@ -43,7 +54,7 @@ func (w *Workspace) writeReplaced(name string, id entryID, ids []entryID) {
 		return
 	}
 	var b []byte
-	for _, r := range ids {
+	for _, r := range append([]entryID{id}, ids...) {
 		b = strconv.AppendUint(b, r.dev, 16)
 		b = append(b, ':')
 		b = strconv.AppendUint(b, r.ino, 16)

@@ -269,6 +269,11 @@ type HiddenPath struct {
 	// A set-up lists each directory a component with a pattern needs,
 	// so "/w/*/*.pem" reads the workspace's top directory and each of
 	// its subdirectories, every time.
+	// The identity tells a move, which leaves the file alive elsewhere,
+	// where no other file can have its inode number. A file that took
+	// the number of one gone (file systems give numbers again) passes
+	// for it, and is hidden: what was hidden there is gone, not at a
+	// name commands see.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
 	// LedOut marks a pattern, or a path that did not exist, that

@@ -41,13 +41,13 @@ import (
 // what is there), and what it says of an inode number is then of a
 // file of their days.
 //
-// An identity is a device and an inode number, which a file system
-// gives again once its file is gone (ext4 at once). That is enough: a
-// move leaves the file it moved alive, elsewhere, and no other file
-// can have its number meanwhile; a file that took the number of the
-// one expected, or of one a note names, came after that one was gone,
-// and what was hidden there is nowhere for commands to read (a copy
-// made before would be, which no identity tells).
+// An identity is a device, an inode number and, where the file system
+// gives it, the file's birth (see sandbox.HiddenPath.Birth). A file
+// system gives the number of a file gone to the next one made (ext4 at
+// once): a workspace that set no sandbox up since the tools replaced
+// the file it expects would otherwise take a file that got that number
+// for the one expected, while the file the tools wrote was moved where
+// commands see it.
 //
 // No command of these workspaces can set the attribute, the file being
 // hidden from them from its rename on; one that can (a command of a
@@ -222,7 +222,7 @@ func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 		if err != nil || !filepath.IsLocal(rel) {
 			continue // around the workspace: hidden whatever it holds
 		}
-		expected := entryID{h.Dev, h.Ino}
+		expected := entryID{h.Dev, h.Ino, h.Birth}
 		now, err := w.entryBeneath(rel)
 		switch {
 		case err == nil && now != expected && slices.Contains(w.replacedAt(rel, now), expected):
@@ -237,7 +237,7 @@ func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 		if changed == nil {
 			changed = slices.Clone(ids)
 		}
-		changed[i].Dev, changed[i].Ino = now.dev, now.ino
+		changed[i].Dev, changed[i].Ino, changed[i].Birth = now.dev, now.ino, now.birth
 	}
 	if changed != nil {
 		w.hiddenIDs = changed

@@ -17,20 +17,25 @@ import (
 func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 	var ids []entryID
 	_ = w.withFile(name, id, func(fd int) error {
-		buf := make([]byte, (maxReplaced+1)*34)
+		buf := make([]byte, (maxReplaced+1)*51)
 		n, err := unix.Fgetxattr(fd, replacedAttr, buf)
 		if err != nil {
 			return err
 		}
 		for _, f := range strings.Fields(string(buf[:n])) {
-			dev, ino, ok := strings.Cut(f, ":")
-			d, derr := strconv.ParseUint(dev, 16, 64)
-			i, ierr := strconv.ParseUint(ino, 16, 64)
-			if !ok || derr != nil || ierr != nil {
+			parts := strings.Split(f, ":")
+			if len(parts) != 3 {
 				ids = nil
 				return unix.EINVAL
 			}
-			ids = append(ids, entryID{d, i})
+			d, derr := strconv.ParseUint(parts[0], 16, 64)
+			i, ierr := strconv.ParseUint(parts[1], 16, 64)
+			b, berr := strconv.ParseInt(parts[2], 16, 64)
+			if derr != nil || ierr != nil || berr != nil {
+				ids = nil
+				return unix.EINVAL
+			}
+			ids = append(ids, entryID{d, i, b})
 		}
 		return nil
 	})
@@ -58,6 +63,8 @@ func (w *Workspace) writeReplaced(name string, id entryID, ids []entryID) {
 		b = strconv.AppendUint(b, r.dev, 16)
 		b = append(b, ':')
 		b = strconv.AppendUint(b, r.ino, 16)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, r.birth, 16)
 		b = append(b, ' ')
 	}
 	err := w.withFile(name, id, func(fd int) error {
@@ -83,7 +90,7 @@ func (w *Workspace) withFile(name string, id entryID, fn func(fd int) error) err
 		if err := unix.Fstat(fd, &st); err != nil {
 			return err
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || (entryID{uint64(st.Dev), uint64(st.Ino)}) != id {
+		if now, err := idOf(fd); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || now != id {
 			return unix.ESTALE
 		}
 		return fn(fd)

@@ -10,6 +10,11 @@
 //     checksum over its key and data that every read checks (a damaged
 //     record is reported, never returned); every method takes a context
 //     and returns an error, always a *[StoreError].
+//   - [QuoteName]: an actor name quoted for a message, a log line or a
+//     report as a StoreError quotes it (control bytes and invalid UTF-8
+//     escaped, clipped past 256 bytes with a marker giving its length), so
+//     that naming an actor keeps a line readable and bounded (boltstore
+//     takes names of any bytes up to 32 KiB).
 //   - [github.com/polyweave/polyweave-go/durability/memstore]: in memory,
 //     for tests and hosts whose state may die with the process.
 //   - [github.com/polyweave/polyweave-go/durability/boltstore]: one bbolt

@@ -183,9 +183,13 @@
 // meta page naming it, as a commit would. When the freelist lists pages
 // the tree uses, one of the two is damaged, and which cannot be told,
 // whatever else the freelist holds: an entry no freelist holds (a page
-// past the end, its own, one twice) shows the freelist damaged, but not
-// that the tree is intact, since a pointer to a listed page may be broken
-// as well. If
+// past the end, its own, one twice), or a header giving the page another
+// id, shows the freelist damaged, but not that the tree is intact, since
+// a pointer to a listed page may be broken as well. (A count or overflow
+// that does not fit leaves the list's end unknown: the ids the page
+// holds are read, and one the tree uses refuses a writable Open, though
+// no actor is quarantined, since past the list's end the page may hold
+// ids of an earlier freelist.) If
 // those pages are reached from actors' buckets alone, the damage is
 // theirs either way (a broken pointer of an actor may lead to a page
 // freed since, holding old records of its own whose checksums check:
@@ -193,11 +197,22 @@
 // index, or records deleted since), so a read-only Open quarantines
 // those actors as if their pages were broken, and a writable Open
 // refuses the file, every time. The conflict is all that shows such a
-// page: only a read that walks a whole bucket is compared with its
-// summary, and a read of part of it (GetSnapshot, GetEvents from an
-// index or up to one) would serve the old records; a freelist rebuilt
-// from the tree no longer lists the page, so a later Open would find
-// nothing. [SalvageFile] recovers such a file, reading those actors from
+// page to Open. Reads compare what they meet with the actor's summary: a
+// read of a whole bucket its count and checksums (GetEvents reads a
+// thousand events or so per transaction: the pages of a longer read are
+// compared together if they all find the same summary, that is if no
+// checkpoint changed the actor's events between them); GetSnapshot the index
+// of the last snapshot and, when the bucket holds one, its checksum;
+// GetEvents from an index or up to one the indexes it meets (within the
+// summary's bounds, one after another when the bucket holds every index
+// between them, the last one last when it reaches the bucket's end).
+// That shows an old page whose records were deleted since, or that ends
+// before the bucket does, but not an older value of an event written
+// again at the same index, on an old page that holds the indexes of the
+// page it stands for, met by a read of part of the bucket; and a freelist
+// rebuilt from the tree no longer lists the page, so a later Open would
+// find nothing (nor would one of a file written with NoFreelistSync).
+// [SalvageFile] recovers such a file, reading those actors from
 // their pages with the listed pages left out (they may be the actor's
 // own, if the freelist is the damaged one: their records are lost with
 // them). If another part of the file reaches the listed pages, a

@@ -219,7 +219,7 @@ func validateFile(ctx context.Context, f *os.File, path string, metaFallback boo
 			ferr.Reason += conflictRefused
 			break
 		}
-		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined (either its pointer, which may lead to a page of old records freed since, or the freelist is damaged, and which cannot be told): a read-only Open reads the other actors; a writable Open refuses the file, as a freelist rebuilt from the tree would hide the damage from later Opens (polyweave-store salvage copies what is intact into a new file)", strings.Join(names, ", "))
+		ferr.Reason += fmt.Sprintf("; the tree reaches it (and any other page listed in use) from the bucket of %s alone, which is quarantined (either its pointer, which may lead to a page of old records freed since, or the freelist is damaged, and which cannot be told): a read-only Open reads the other actors; a writable Open refuses the file, as a freelist rebuilt from the tree would hide the damage from later Opens (polyweave-store salvage copies what is intact into a new file)", quote.Names(names, "actor name"))
 	case conflict:
 		ferr.Reason += conflictRefused
 	case dmg != nil:
@@ -239,7 +239,7 @@ const conflictRefused = "; either the freelist or the tree that uses the page is
 // page of t.listedInUse (the pages the freelist lists that the tree
 // uses), with that damage and those pages to leave out when Salvage or
 // Verify reads the actor from its pages (they may be pages freed since,
-// holding old records that check), and returns their quoted names; or
+// holding old records that check), and returns their names; or
 // nil, and leaves t as it was, if a page is reached from anywhere else.
 func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	ps := int64(m.pageSize)
@@ -265,7 +265,7 @@ func quarantineListed(f *os.File, path string, m meta, t *tree) []string {
 	var names []string
 	for _, name := range slices.Sorted(maps.Keys(found)) {
 		t.actors[name] = &actorPages{err: found[name], header: headers[name], skip: skip[name]}
-		names = append(names, quote.Name(name, "actor name"))
+		names = append(names, name)
 	}
 	return names
 }
@@ -292,10 +292,15 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if fl := binary.LittleEndian.Uint16(hdr[8:]); fl != freelistPage {
 		return bad(flOff, "freelist page %d has flags %#x, not a freelist page", m.freelist, fl), t.inUse(m.freelist)
 	}
+	// A damaged header does not end the check: the ids the page holds are
+	// read all the same, as the page may be the freelist's only damage or
+	// not (see the loop below), and a page they list that the tree uses
+	// makes a conflict.
+	var garbage *durability.DamageError // the first entry no freelist holds, or a damaged id
 	if id := binary.LittleEndian.Uint64(hdr[:]); id != m.freelist {
 		// bbolt frees the pages of the id the page gives itself at the
 		// next commit: pages in use would be reused.
-		return bad(flOff, "freelist page %d identifies itself as page %d", m.freelist, id), false
+		garbage = bad(flOff, "freelist page %d identifies itself as page %d", m.freelist, id)
 	}
 	count, overflow := uint64(binary.LittleEndian.Uint16(hdr[10:])), uint64(binary.LittleEndian.Uint32(hdr[12:]))
 	idsOff := flOff + pageHeaderSize
@@ -306,7 +311,7 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	// count is compared in ids, not bytes: a damaged count times 8 can
 	// wrap around.
 	if m.freelist+overflow >= m.pgid || count > uint64(flOff+int64(overflow+1)*ps-idsOff)/8 {
-		return bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), false
+		return listedPastHeader(f, bad(flOff, "freelist page %d: %d ids over %d overflow pages do not fit in the file", m.freelist, count, overflow), m, t, idsOff, count)
 	}
 	// A page of the freelist that the tree reaches refuses the file,
 	// also when an actor's bucket alone reaches it (see the package
@@ -321,9 +326,8 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 	if _, err := f.ReadAt(ids, idsOff); err != nil {
 		return bad(flOff, "freelist page %d unreadable: %v", m.freelist, err), false
 	}
-	var inUse *durability.DamageError   // the first page listed that the tree uses
-	var listed []uint64                 // all of them
-	var garbage *durability.DamageError // the first entry no freelist holds
+	var inUse *durability.DamageError // the first page listed that the tree uses
+	var listed []uint64               // all of them
 	// An entry no freelist holds (outside the file, its own page, a page
 	// twice) shows the freelist damaged, but not that it alone is: a
 	// pointer of the tree to a page it lists may be broken as well,
@@ -376,6 +380,36 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 		return garbage, false
 	}
 	return nil, false
+}
+
+// listedPastHeader completes e, the damage of a freelist whose count or
+// overflow does not fit in the file, so that the list's end cannot be
+// told: the ids its first page holds (at most count, read from idsOff)
+// are read, and one the tree uses makes a conflict that refuses a
+// writable Open, as a freelist that lists it would, instead of the
+// rebuild that would hide a broken pointer to a page freed since (see
+// the package doc). Past the list's real end the page may hold ids of
+// an earlier freelist, so the actors that use them are not quarantined
+// (a read-only Open reads them; what a page with a sound count lists
+// is quarantined).
+func listedPastHeader(f *os.File, e *durability.DamageError, m meta, t *tree, idsOff int64, count uint64) (*durability.DamageError, bool) {
+	ps := int64(m.pageSize)
+	end := int64(m.freelist+1) * ps
+	if idsOff >= end {
+		return e, false
+	}
+	n := min(count, uint64(end-idsOff)/8)
+	ids := make([]byte, n*8)
+	if _, err := f.ReadAt(ids, idsOff); err != nil {
+		return e, false
+	}
+	for i := range n {
+		if id := binary.LittleEndian.Uint64(ids[8*i:]); id >= 2 && id < m.pgid && t.inUse(id) {
+			e.Reason += fmt.Sprintf(", and the ids its page holds list page %d (at offset %d), which is in use", id, idsOff+int64(8*i))
+			return e, true
+		}
+	}
+	return e, false
 }
 
 // damagedPages returns the first damage t found in the pages of an actor

@@ -350,68 +350,7 @@ func salvageListed(t *testing.T, path string, want map[string]*pagesActor, name 
 // and SalvageFile keeps no old record.
 func TestOpen_FreelistListsAnActorPageReopened(t *testing.T) {
 	path, want := pagesFile(t, false)
-	s, err := Open(path, &Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	data := fmt.Appendf(nil, "big event 300 %s", strings.Repeat("b", 150))
-	if err := s.PersistEvent(t.Context(), "big", 300, data); err != nil {
-		t.Fatal(err)
-	}
-	want["big"].events[300] = data
-	// Event 299 written again: the old leaf's record of it is an older
-	// value of the same key and index, whose checksum checks.
-	data = fmt.Appendf(nil, "big event 299 written again %s", strings.Repeat("a", 150))
-	if err := s.PersistEvent(t.Context(), "big", 299, data); err != nil {
-		t.Fatal(err)
-	}
-	want["big"].events[299] = data
-	if err := s.Close(); err != nil {
-		t.Fatal(err)
-	}
-
-	m := freelistAt(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := int(m.pageSize)
-	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
-	free := map[uint64]bool{}
-	fl := page(m.freelist)
-	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
-		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
-	}
-	var old, cur uint64
-	for p := uint64(2); p < m.pgid; p++ {
-		switch pg := page(p); {
-		case binary.LittleEndian.Uint16(pg[8:]) != leafPage:
-		case free[p] && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 ")):
-			old = p
-		case !free[p] && bytes.Contains(pg, []byte("big event 300 ")):
-			cur = p
-		}
-	}
-	if old == 0 || cur == 0 {
-		t.Fatalf("no free page holding the last leaf of \"big\" before the checkpoint (%d), or no page holding it now (%d)", old, cur)
-	}
-	at := -1
-	for p := uint64(2); p < m.pgid; p++ {
-		pg := page(p)
-		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
-			continue
-		}
-		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
-			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
-				at = int(p)*ps + e
-			}
-		}
-	}
-	if at < 0 {
-		t.Fatalf("no branch page points to page %d", cur)
-	}
-	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
-
+	redirectToOldLeaf(t, path, want, false)
 	for i, ro := range []bool{true, false, true, false} {
 		if !ro {
 			refusedWritable(t, path, "big")
@@ -453,17 +392,10 @@ func TestOpen_FreelistListsAnActorPageAndGarbage(t *testing.T) {
 	for _, garbage := range []string{"past the end", "its own page", "a page twice"} {
 		for _, actorFirst := range []bool{true, false} {
 			t.Run(fmt.Sprintf("%s/actorFirst=%t", garbage, actorFirst), func(t *testing.T) {
-				path, want := pagesFile(t, false)
-				m := freelistAt(t, path)
-				b, err := os.ReadFile(path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				fl := int64(m.freelist) * int64(m.pageSize)
+				path, want, m, b, fl, big := freelistAndBig(t)
 				if n := binary.LittleEndian.Uint16(b[fl+10:]); n < 3 || n == 0xFFFF {
 					t.Fatalf("the freelist lists %d pages, want 3 to 65534", n)
 				}
-				big := uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
 				g := map[string]uint64{
 					"past the end": m.pgid + 5,
 					"its own page": m.freelist,
@@ -524,4 +456,322 @@ func checkRange(t *testing.T, s *Store, name string, from, to uint64, want *page
 		t.Errorf("%s: %q events [%d, %d): %v, not a *durability.StoreError naming it with a DamageError", what, name, from, to, err)
 	}
 	return false
+}
+
+// redirectToOldLeaf writes event 300 of actor "big" in the pagesFile at
+// path, and event 299 again, then breaks the pointer of a branch of big's
+// events bucket that leads to its last leaf so that it leads to the page
+// that leaf had before (freed since, holding old records of its own that
+// check, event 299's older value among them). With dropFreelist the file
+// is first rewritten as bbolt does with NoFreelistSync, so that no
+// freelist lists the old page: nothing but big's summary knows of the
+// damage.
+func redirectToOldLeaf(t *testing.T, path string, want map[string]*pagesActor, dropFL bool) {
+	t.Helper()
+	s, err := Open(path, &Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := fmt.Appendf(nil, "big event 300 %s", strings.Repeat("b", 150))
+	if err := s.PersistEvent(t.Context(), "big", 300, data); err != nil {
+		t.Fatal(err)
+	}
+	want["big"].events[300] = data
+	// Event 299 written again: the old leaf's record of it is an older
+	// value of the same key and index, whose checksum checks.
+	data = fmt.Appendf(nil, "big event 299 written again %s", strings.Repeat("a", 150))
+	if err := s.PersistEvent(t.Context(), "big", 299, data); err != nil {
+		t.Fatal(err)
+	}
+	want["big"].events[299] = data
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	leaf := func(pg []byte) bool { return binary.LittleEndian.Uint16(pg[8:]) == leafPage }
+	pointToOldLeaf(t, path, "the last leaf of \"big\" before the checkpoint", func(pg []byte) bool {
+		return leaf(pg) && bytes.Contains(pg, []byte("big event 299 ")) && !bytes.Contains(pg, []byte("big event 300 "))
+	}, func(pg []byte) bool {
+		return leaf(pg) && bytes.Contains(pg, []byte("big event 300 "))
+	}, dropFL)
+}
+
+// pointToOldLeaf breaks the pointer of the branch page that leads to the
+// leaf in use for which isCur holds so that it leads to the free page
+// (what) for which isOld holds; with dropFL, it first rewrites the file
+// as bbolt does with NoFreelistSync.
+func pointToOldLeaf(t *testing.T, path, what string, isOld, isCur func(pg []byte) bool, dropFL bool) {
+	t.Helper()
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	page := func(p uint64) []byte { return b[int(p)*ps : int(p+1)*ps] }
+	free := map[uint64]bool{}
+	fl := page(m.freelist)
+	for i := range int(binary.LittleEndian.Uint16(fl[10:])) {
+		free[binary.LittleEndian.Uint64(fl[pageHeaderSize+8*i:])] = true
+	}
+	var old, cur uint64
+	for p := uint64(2); p < m.pgid; p++ {
+		switch pg := page(p); {
+		case free[p] && isOld(pg):
+			old = p
+		case !free[p] && isCur(pg):
+			cur = p
+		}
+	}
+	if old == 0 || cur == 0 {
+		t.Fatalf("no free page holding %s (%d), or no page holding it now (%d)", what, old, cur)
+	}
+	at := -1
+	for p := uint64(2); p < m.pgid; p++ {
+		pg := page(p)
+		if free[p] || binary.LittleEndian.Uint16(pg[8:]) != branchPage {
+			continue
+		}
+		for i := range int(binary.LittleEndian.Uint16(pg[10:])) {
+			if e := pageHeaderSize + 16*i + 8; binary.LittleEndian.Uint64(pg[e:]) == cur {
+				at = int(p)*ps + e
+			}
+		}
+	}
+	if at < 0 {
+		t.Fatalf("no branch page points to page %d", cur)
+	}
+	if dropFL {
+		dropFreelist(t, path)
+	}
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, old), int64(at))
+}
+
+// TestOpen_NoFreelistOldLeaf is TestOpen_FreelistListsAnActorPageReopened
+// in a file that records no freelist: no freelist lists the old leaf the
+// broken pointer leads to, so nothing at Open shows the damage, and
+// big's summary is all that can. A read of the whole bucket is compared
+// with it; so is one from an index on, which reaches the bucket's end,
+// whose last index the summary names (the old leaf ends before event
+// 300).
+func TestOpen_NoFreelistOldLeaf(t *testing.T) {
+	path, want := pagesFile(t, false)
+	redirectToOldLeaf(t, path, want, true)
+	failsAlone(t, path, want, "big", func(s *Store, what string) {
+		for _, r := range [][2]uint64{{299, 0}, {250, 0}, {1, 0}, {250, 300}, {299, 300}} {
+			if checkRange(t, s, "big", r[0], r[1], want["big"], what) {
+				t.Errorf("%s: events [%d, %d) of big read back, want damage", what, r[0], r[1])
+			}
+		}
+	})
+}
+
+// failsAlone opens path read-only, then for writing, and checks each
+// time that every actor of want but name reads back what was written
+// and that name fails with damage; then it calls more, if not nil.
+func failsAlone(t *testing.T, path string, want map[string]*pagesActor, name string, more func(s *Store, what string)) {
+	t.Helper()
+	for _, ro := range []bool{true, false} {
+		s, err := Open(path, &Options{ReadOnly: ro, NoSync: true})
+		if err != nil {
+			t.Fatalf("Open (read-only %t): %v", ro, err)
+		}
+		what := fmt.Sprintf("read-only %t", ro)
+		if failed := checkPages(t, s, want, what); !slices.Equal(failed, []string{name}) {
+			t.Errorf("%s: actors failing: %q, want %s alone", what, failed, name)
+		}
+		if more != nil {
+			more(s, what)
+		}
+		if err := s.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestOpen_NoFreelistOldSnapshot: actor "snap" writes a snapshot too big
+// to be kept inline, then another at the same index, in a later
+// checkpoint, and its snapshots bucket's root pointer is broken to lead
+// to the page of the first, freed since and holding it with a checksum
+// that checks. The file records no freelist, so nothing at Open shows
+// the damage. GetSnapshot reads the last snapshot alone, the one its
+// summary names, and when the bucket holds one, the summary's sum of
+// checksums is that snapshot's: the old one is refused as damaged.
+func TestOpen_NoFreelistOldSnapshot(t *testing.T) {
+	path, want := pagesFile(t, false)
+	first := fmt.Appendf(nil, "snap state at 5 %s", strings.Repeat("o", 2000))
+	again := fmt.Appendf(nil, "snap state at 5 written again %s", strings.Repeat("n", 2000))
+	for _, data := range [][]byte{first, again} {
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.PersistSnapshot(t.Context(), "snap", 5, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want["snap"] = &pagesActor{events: map[uint64][]byte{}, snapshot: again}
+	m := freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := int(m.pageSize)
+	// The root of snap's snapshots bucket, its pointer, and a leaf page
+	// holding the first snapshot (the log's pages may hold copies too).
+	old, at := -1, -1
+	for p := 2; p < int(m.pgid); p++ {
+		pg := b[p*ps : (p+1)*ps]
+		if binary.LittleEndian.Uint16(pg[8:]) != leafPage {
+			continue
+		}
+		if bytes.Contains(pg, first[:40]) {
+			old = p
+		}
+		if i := bytes.Index(b, append([]byte("snapshots"), binary.LittleEndian.AppendUint64(nil, uint64(p))...)); i >= 0 && bytes.Contains(pg, again[:40]) {
+			at = i + len("snapshots")
+		}
+	}
+	if old < 0 || at < 0 {
+		t.Fatalf("no leaf page holds the first snapshot (%d), or no snapshots bucket's root the second (%d)", old, at)
+	}
+	dropFreelist(t, path)
+	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, uint64(old)), int64(at))
+
+	failsAlone(t, path, want, "snap", nil)
+}
+
+// TestOpen_FreelistHeaderAndAnActorPage: the freelist lists a page of
+// actor "big", and its header is damaged too. Damage to the header does
+// not end the freelist's check, which would have the writable Open
+// rebuild the freelist from the tree and hide from later Opens a broken
+// pointer of big that leads to a page freed since. A page that gives
+// itself another id still delimits its list: the listed page is
+// quarantined as with a sound header. A count or overflow that does not
+// fit leaves the list's end unknown: the ids the page holds are read,
+// and one in use refuses a writable Open, but a read-only Open reads
+// every actor (past the real end the page may hold ids of an earlier
+// freelist).
+func TestOpen_FreelistHeaderAndAnActorPage(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		header      func(m meta) (b []byte, at int64) // relative to the page
+		quarantined []string
+	}{
+		{"misnumbered", func(m meta) ([]byte, int64) {
+			return binary.LittleEndian.AppendUint64(nil, m.pgid+3), 0
+		}, []string{"big"}},
+		{"overflow past the end", func(m meta) ([]byte, int64) {
+			return binary.LittleEndian.AppendUint32(nil, uint32(m.pgid)), 12
+		}, nil},
+		{"count past the page", func(m meta) ([]byte, int64) {
+			return []byte{0xff, 0xff}, 10 // the count is then the first element: big's page id
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path, want, m, _, fl, big := freelistAndBig(t)
+			entries := binary.LittleEndian.AppendUint64(nil, big)
+			if tc.name == "count past the page" {
+				entries = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(nil, 1<<40), big)
+			}
+			writeAt(t, path, entries, fl+pageHeaderSize)
+			h, at := tc.header(m)
+			writeAt(t, path, h, fl+at)
+
+			ro, err := Open(path, &Options{ReadOnly: true})
+			if err != nil {
+				t.Fatalf("read-only Open: %v", err)
+			}
+			if failed := checkPages(t, ro, want, "read-only"); !slices.Equal(failed, tc.quarantined) {
+				t.Errorf("read-only: actors failing: %q, want %q", failed, tc.quarantined)
+			}
+			if err := ro.Close(); err != nil && !errors.Is(err, durability.ErrDamaged) {
+				t.Fatal(err)
+			}
+			if tc.quarantined != nil {
+				refusedWritable(t, path, "big")
+				return
+			}
+			refusedUnchanged(t, path, "freelist", fmt.Sprintf("list page %d", big), "in use", "salvage")
+		})
+	}
+}
+
+// TestOpen_NoFreelistOldLeafLongRead: actor "long" holds 3000 events,
+// more than one transaction of GetEvents reads, and event 1500 is
+// written again, in a later checkpoint; a pointer of its events bucket
+// is broken to lead to the page that leaf had before, freed since and
+// holding event 1500's older value with a checksum that checks, in a
+// file that records no freelist. A read of all its events, in pages of
+// their own transactions read from the same commit, walks the whole
+// bucket, and is compared with its summary as a read in one transaction
+// is.
+func TestOpen_NoFreelistOldLeafLongRead(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "long.db")
+	events := map[uint64][]byte{}
+	for round := range 2 {
+		s, err := Open(path, &Options{NoSync: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range uint64(3000) {
+			if round == 1 && i != 1500 {
+				continue
+			}
+			data := fmt.Appendf(nil, "long event %04d %s", i, strings.Repeat("l", 60))
+			if round == 1 {
+				data = fmt.Appendf(nil, "long event %04d written again %s", i, strings.Repeat("a", 48))
+			}
+			if err := s.PersistEvent(t.Context(), "long", i, data); err != nil {
+				t.Fatal(err)
+			}
+			events[i] = data
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A leaf of long's events bucket (not of the log): its first value
+	// is an event's, its checksum then its data.
+	eventsLeaf := func(pg []byte) bool {
+		if binary.LittleEndian.Uint16(pg[8:]) != leafPage || binary.LittleEndian.Uint16(pg[10:]) == 0 {
+			return false
+		}
+		e := pageHeaderSize
+		pos, ksize, vsize := int(binary.LittleEndian.Uint32(pg[e+4:])), int(binary.LittleEndian.Uint32(pg[e+8:])), int(binary.LittleEndian.Uint32(pg[e+12:]))
+		v := e + pos + ksize
+		return ksize == 8 && v+vsize <= len(pg) && vsize > crcSize && bytes.HasPrefix(pg[v+crcSize:v+vsize], []byte("long event "))
+	}
+	pointToOldLeaf(t, path, "event 1500 as first written", func(pg []byte) bool {
+		return eventsLeaf(pg) && bytes.Contains(pg, []byte("long event 1500 lll"))
+	}, func(pg []byte) bool {
+		return eventsLeaf(pg) && bytes.Contains(pg, []byte("long event 1500 written again"))
+	}, true)
+
+	s, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if checkRange(t, s, "long", 0, 0, &pagesActor{events: events}, "a read of every event") {
+		t.Error("every event of long read back, want damage")
+	}
+}
+
+// freelistAndBig writes a pagesFile and returns its path, what it holds,
+// its meta, its bytes, the offset of its freelist page and the id of a
+// page of actor big's (the one that holds event 150).
+func freelistAndBig(t *testing.T) (path string, want map[string]*pagesActor, m meta, b []byte, fl int64, big uint64) {
+	t.Helper()
+	path, want = pagesFile(t, false)
+	m = freelistAt(t, path)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fl = int64(m.freelist) * int64(m.pageSize)
+	big = uint64(bytes.LastIndex(b, []byte("big event 150 ")) / int(m.pageSize))
+	return path, want, m, b, fl, big
 }

@@ -25,12 +25,13 @@ const (
 func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn func(index uint64, data []byte) error) error {
 	// One checker for all pages: its Summer is made once per read.
 	check := checker{kind: durability.RecordEvent, name: name}
+	var whole pagesWalk
 	for {
 		var page []entry
 		more := false
 		err := s.view(ctx, durability.OpGetEvents, name, func(tx *bolt.Tx, pending *pendingActor) error {
 			var err error
-			page, more, err = s.readPage(tx, &check, pending, from, to)
+			page, more, err = s.readPage(tx, &check, &whole, pending, from, to)
 			return err
 		})
 		if err != nil {
@@ -52,11 +53,28 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 	}
 }
 
+// pagesWalk is the walk of an actor's events bucket by the pages of one
+// GetEvents, each read in a transaction of its own. While every page
+// finds the same summary of the actor's events, they walk the bucket as
+// one transaction would (a checkpoint that changes the bucket changes
+// its summary: its count, bounds or sum of checksums, unless changes
+// whose checksums differ by sums that cancel out, a chance of one in
+// 2^32 that would report damage where there is none), so a walk from
+// the bucket's first entry to its end is compared with the summary.
+// Other actors' commits between pages do not stop the check.
+type pagesWalk struct {
+	started bool
+	same    bool       // every page so far found events
+	events  bucketStat // the summary of the actor's events the first page found
+	w       walkCheck
+}
+
 // readPage returns up to a page of the events of check's actor in
 // [from, to), from its bucket with its overlay (pending, may be nil) on
 // top, copied and checked with check, the actor's events checker; more
-// says whether events may follow the page.
-func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
+// says whether events may follow the page. whole carries the walk of the
+// bucket from the read's earlier pages to this one.
+func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending *pendingActor, from, to uint64) (page []entry, more bool, err error) {
 	name := check.name
 	var over *pendingLog
 	if pending != nil {
@@ -81,7 +99,15 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 		if b != nil {
 			// A walk from the bucket's first entry to its end is compared
 			// with the summary: records lost to a damaged page are found.
+			// A walk of part of it is compared with what the summary says
+			// of the indexes it meets.
+			if !whole.started {
+				*whole = pagesWalk{started: true, same: true, events: sm.events, w: walkCheck{first: start <= sm.events.min}}
+			} else if sm.events != whole.events {
+				whole.same = false
+			}
 			w := walkCheck{first: start <= sm.events.min}
+			ic := newIndexCheck(sm.events, start)
 			size := 0
 			c := b.Cursor()
 			k, v := c.Seek(indexKey(start))
@@ -92,6 +118,9 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 				i := decodeIndex(k)
 				if to != 0 && i >= to {
 					break
+				}
+				if !ic.meet(i) && !s.legacy {
+					return nil, false, s.misplaced(durability.RecordEvent, &ic, i, v)
 				}
 				if len(stored) == readPageEvents || (len(stored) > 0 && size+len(v) > readPageBytes) {
 					more = true
@@ -106,8 +135,18 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 				w.count++
 				w.sum += storedSum(v)
 			}
-			if k == nil && w.first && !s.legacy {
-				if err := s.verifyWalk(durability.RecordEvent, w, sm.events); err != nil {
+			whole.w.count += w.count
+			whole.w.sum += w.sum
+			if k == nil && !s.legacy {
+				switch {
+				case w.first:
+					err = s.verifyWalk(durability.RecordEvent, w, sm.events)
+				case whole.same && whole.w.first:
+					err = s.verifyWalk(durability.RecordEvent, whole.w, sm.events)
+				case !ic.atEnd(start):
+					err = s.misplaced(durability.RecordEvent, &ic, ic.last, nil)
+				}
+				if err != nil {
 					return nil, false, err
 				}
 			}
@@ -126,7 +165,9 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, pending *pendingActor, fro
 	}
 	page = merge(stored, fresh)
 	if len(page) > readPageEvents {
+		// The next page walks again the bucket's entries cut off here.
 		page, more = page[:readPageEvents], true
+		whole.same = false
 	}
 	return page, more, nil
 }
@@ -148,9 +189,18 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 			if k != nil && len(k) != 8 {
 				return s.damagedKey(durability.RecordSnapshot, k)
 			}
+			// The last snapshot alone is read: it must be the one the
+			// summary names and, when the bucket holds one, have the
+			// checksum the summary sums (an older value written at the same
+			// index, on a page freed since that a broken pointer leads to,
+			// has its own).
 			if !s.legacy && ((k == nil) != (sm.snapshots.count == 0) || k != nil && decodeIndex(k) != sm.snapshots.max) {
 				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: -1,
 					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
+			}
+			if !s.legacy && sm.snapshots.count == 1 && storedSum(v) != sm.snapshots.sum {
+				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: s.fileOffset(v),
+					Reason: fmt.Sprintf("its one snapshot, at %d, is not the one its summary names (its checksum differs): an old one read from a page freed since", sm.snapshots.max)}
 			}
 			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
 				data, err := s.openValue(&checker{kind: durability.RecordSnapshot, name: name}, decodeIndex(k), v)

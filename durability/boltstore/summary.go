@@ -18,7 +18,8 @@ import (
 // the sum of their checksums), and the store keeps a directory summary of
 // the actor buckets (how many, the sum of their names' checksums). The
 // checkpoint maintains them; a read that walks a whole bucket, and Open
-// for the directory, compare.
+// for the directory, compare; a read of part of a bucket compares the
+// indexes it meets (see [indexCheck]).
 var (
 	summaryKey   = []byte("summary")
 	directoryKey = []byte("actors")
@@ -159,6 +160,66 @@ type walkCheck struct {
 	first bool // the walk started at or before the bucket's first entry
 	count uint64
 	sum   uint32
+}
+
+// indexCheck compares the indexes a walk of part of a bucket meets,
+// which the summary's count and sum cannot check, with what the summary
+// says of them: every index lies in [min, max]; a walk that starts at or
+// below min meets min first; in a bucket that holds every index of [min,
+// max] (events as persistence writes them) it meets them one after
+// another; and a walk that reaches the bucket's end meets max last. A
+// broken pointer that leads to a page freed since is found when the old
+// records it holds break one of these (records deleted since, or a leaf
+// that ends before the bucket does), not when it holds an older value
+// of a record written again at the same index within the walk.
+type indexCheck struct {
+	st    bucketStat
+	dense bool   // the bucket holds every index of [st.min, st.max]
+	exact bool   // the next index met must be next
+	next  uint64 // see exact
+	seen  bool   // the walk met an index
+	last  uint64 // the last index met
+}
+
+// newIndexCheck starts the check of a walk of a bucket whose stat is st
+// from index start on.
+func newIndexCheck(st bucketStat, start uint64) indexCheck {
+	c := indexCheck{st: st, dense: st.count > 0 && st.max-st.min == st.count-1}
+	switch {
+	case start <= st.min:
+		c.next, c.exact = st.min, true
+	case c.dense:
+		c.next, c.exact = start, true
+	}
+	return c
+}
+
+// meet reports whether index i may be the next one the walk meets.
+func (c *indexCheck) meet(i uint64) bool {
+	ok := c.st.count > 0 && i >= c.st.min && i <= c.st.max && (!c.exact || i == c.next)
+	c.seen, c.last = true, i
+	c.next, c.exact = i+1, c.dense
+	return ok
+}
+
+// atEnd reports whether a walk from start that reached the bucket's end
+// met what the summary says it must.
+func (c *indexCheck) atEnd(start uint64) bool {
+	if c.seen {
+		return c.last == c.st.max
+	}
+	return c.st.count == 0 || start > c.st.max
+}
+
+// misplaced returns the error for a walk of part of a bucket of kind
+// that failed c: at index i (the last it met, if any).
+func (s *Store) misplaced(kind durability.RecordKind, c *indexCheck, i uint64, at []byte) error {
+	met := "no " + kind.String()
+	if c.seen {
+		met = fmt.Sprintf("%s %d", kind, i)
+	}
+	return &durability.DamageError{Store: s.path, What: kind.String() + "s bucket", Offset: s.fileOffset(at),
+		Reason: fmt.Sprintf("a read of part of it meets %s where its summary (%d %ss, %d to %d) has none: records lost to damaged pages, or old ones read from a page freed since", met, c.st.count, kind, c.st.min, c.st.max)}
 }
 
 // verify compares a walk that covered the whole bucket with st.

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/internal/quote"
 )
 
 // Writes in doubt. A write reported with ErrOutcomeUnknown (its caller
@@ -45,6 +47,28 @@ import (
 type doubtKey struct {
 	claim bool
 	name  string
+}
+
+// quoteKeys quotes the names of keys for a log line, escaped, clipped and
+// at most quote.MaxNames of each kind (a transaction may hold the writes
+// of many actors, each name up to 32 KiB).
+func quoteKeys(keys []doubtKey) string {
+	var actors, claims []string
+	for _, k := range keys {
+		if k.claim {
+			claims = append(claims, k.name)
+		} else {
+			actors = append(actors, k.name)
+		}
+	}
+	var parts []string
+	if len(actors) > 0 {
+		parts = append(parts, "actors "+quote.Names(actors, "actor name"))
+	}
+	if len(claims) > 0 {
+		parts = append(parts, "claims of "+quote.Names(claims, "claim key"))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // what names k in errors.
@@ -190,7 +214,7 @@ func (s *Store) settle(runs []run, keys []doubtKey) {
 			s.noteCheck(keys, seq, err)
 			if err != nil && !warned {
 				warned = true
-				s.log.Warn("pgstore: cannot learn whether a transaction in doubt has ended; the reads and writes of its actors fail until the server can tell", "actors", keys, "err", err)
+				s.log.Warn("pgstore: cannot learn whether a transaction in doubt has ended; the reads and writes of its actors fail until the server can tell", "keys", quoteKeys(keys), "err", err)
 			}
 			t := time.NewTimer(wait)
 			select {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -88,5 +89,23 @@ func TestRunState_ServerInRecovery(t *testing.T) {
 	// assigned: its transaction never ran there.
 	if st, err := runState(run{pid: 7, xid: 1000}, false, "", future); err != nil || st != aborted {
 		t.Errorf("id in the future, the server not in recovery: %q, %v; want %q", st, err, aborted)
+	}
+}
+
+// TestQuoteKeys: the warning about writes in doubt names their actors and
+// claim keys escaped, clipped and at most quote.MaxNames of each, however
+// many a transaction held and however long their names.
+func TestQuoteKeys(t *testing.T) {
+	var keys []doubtKey
+	for i := range 100 {
+		keys = append(keys, doubtKey{name: strings.Repeat(fmt.Sprint(i), 32<<10)}, doubtKey{claim: true, name: fmt.Sprintf("k%d\n", i)})
+	}
+	got := quoteKeys(keys)
+	if len(got) > 20<<10 || strings.Contains(got, "\n") || !strings.HasPrefix(got, "actors ") ||
+		!strings.Contains(got, "92 more (100 actor names in all); claims of \"k0\\n\"") || !strings.HasSuffix(got, "92 more (100 claim keys in all)") {
+		t.Errorf("quoteKeys of 100 actors and 100 claims: %d bytes, %.200q…%q", len(got), got, got[max(0, len(got)-200):])
+	}
+	if got, want := quoteKeys([]doubtKey{{name: "a"}}), `actors "a"`; got != want {
+		t.Errorf("quoteKeys of one actor = %s, want %s", got, want)
 	}
 }

@@ -6,6 +6,7 @@ package quote
 
 import (
 	"fmt"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -29,4 +30,24 @@ func Name(s, what string) string {
 		keep = Max // no rune starts here: the bytes are escaped one by one
 	}
 	return fmt.Sprintf("%q…(%s of %d bytes, clipped)", s[:keep], what, len(s))
+}
+
+// MaxNames is how many names [Names] quotes.
+const MaxNames = 8
+
+// Names returns names quoted with [Name], comma-separated, at most
+// MaxNames of them, followed, when there are more, by how many were
+// left out: a list of many long names stays one line of bounded length.
+func Names(names []string, what string) string {
+	var b strings.Builder
+	for i, n := range names[:min(len(names), MaxNames)] {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(Name(n, what))
+	}
+	if len(names) > MaxNames {
+		fmt.Fprintf(&b, " and %d more (%d %ss in all)", len(names)-MaxNames, len(names), what)
+	}
+	return b.String()
 }

@@ -34,3 +34,24 @@ func TestName(t *testing.T) {
 		}
 	}
 }
+
+// TestNames: up to MaxNames names are quoted whole, each as Name quotes
+// it; of more, the first MaxNames are, followed by how many were left
+// out, so that the list's length is bounded whatever the number and
+// length of the names.
+func TestNames(t *testing.T) {
+	if got, want := Names([]string{"a", "b\n"}, "actor name"), `"a", "b\n"`; got != want {
+		t.Errorf("Names of two = %s, want %s", got, want)
+	}
+	if got := Names(nil, "actor name"); got != "" {
+		t.Errorf("Names of none = %q, want empty", got)
+	}
+	many := make([]string, 1000)
+	for i := range many {
+		many[i] = strings.Repeat(fmt.Sprint(i), 32<<10)
+	}
+	got := Names(many, "actor name")
+	if len(got) > MaxNames*(4*Max+100)+100 || !strings.HasSuffix(got, " and 992 more (1000 actor names in all)") || strings.Count(got, "clipped") != MaxNames {
+		t.Errorf("Names of 1000 long names: %d bytes ending %q, want %d clipped names and a count of the rest", len(got), got[max(0, len(got)-80):], MaxNames)
+	}
+}

@@ -4,7 +4,6 @@ package workspace
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,14 +23,7 @@ func TestHiddenPathCopyWithTheToolsNoteRefused(t *testing.T) {
 	requireSandbox(t)
 	dir := dirWithHiddenEnv(t)
 	in := func(name string) string { return filepath.Join(dir, name) }
-	probe := in("probe.txt")
-	mustDo(t, os.WriteFile(probe, nil, 0o600))
-	if err := unix.Setxattr(probe, replacedAttr, []byte("1:1"), 0); errors.Is(err, unix.ENOTSUP) {
-		t.Skipf("the file system of %s has no user extended attributes: %v", dir, err)
-	} else {
-		mustDo(t, err)
-	}
-	mustDo(t, os.Remove(probe))
+	requireUserXattrs(t, dir)
 	opts := hiddenEnvOptions(dir)
 	a, err := New(dir, opts)
 	mustDo(t, err)

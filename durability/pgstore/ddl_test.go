@@ -15,11 +15,9 @@ import (
 // ("cached plan must not change result type"). The store drops them and
 // reads again; no read fails for it, and none returns other data.
 func TestAlteredTable_ReadsRecover(t *testing.T) {
-	schema := freshSchema()
-	s := open(t, &pgstore.Options{Schema: schema, Committers: 1, MaxConns: 3})
-	defer s.Close()
-	ctx := t.Context()
 	const name = "altered"
+	s, schema := smallStore(t)
+	ctx := t.Context()
 	if err := s.PersistEvents(ctx, name, 1, [][]byte{[]byte("a"), []byte("b")}); err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +73,9 @@ func TestAlteredTable_ReadsRecover(t *testing.T) {
 // the new tables (PostgreSQL plans them again), for reads, writes and
 // claims alike.
 func TestRecreatedSchema_StatementsRunOnNewTables(t *testing.T) {
-	schema := freshSchema()
-	s := open(t, &pgstore.Options{Schema: schema, Committers: 1, MaxConns: 3})
-	defer s.Close()
-	ctx := t.Context()
 	const name = "recreated"
+	s, schema := smallStore(t)
+	ctx := t.Context()
 	if err := s.PersistEvent(ctx, name, 1, []byte("old")); err != nil {
 		t.Fatal(err)
 	}
@@ -105,4 +101,14 @@ func TestRecreatedSchema_StatementsRunOnNewTables(t *testing.T) {
 	if got := stored(t, s, name); !slices.Equal(got, []string{"2:new"}) {
 		t.Fatalf("stored %q, want [2:new]", got)
 	}
+}
+
+// smallStore opens a store of three connections on a fresh schema,
+// closed when the test ends, and returns it with its schema.
+func smallStore(t *testing.T) (*pgstore.Store, string) {
+	t.Helper()
+	schema := freshSchema()
+	s := open(t, &pgstore.Options{Schema: schema, Committers: 1, MaxConns: 3})
+	t.Cleanup(func() { s.Close() })
+	return s, schema
 }

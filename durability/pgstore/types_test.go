@@ -1,0 +1,47 @@
+package pgstore_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/polyweave/polyweave-go/durability"
+)
+
+// A fences table whose epoch column an operator made an integer (not the
+// bigint the store creates) still has its claims read: the epoch the
+// server returns is decoded by its type, not taken for a bigint by its
+// length.
+func TestClaim_IntegerEpochColumn(t *testing.T) {
+	s, schema := smallStore(t)
+	ctx := t.Context()
+	sql(t, "ALTER TABLE "+schema+".fences ALTER COLUMN epoch TYPE integer")
+	for want := uint64(1); want <= 2; want++ {
+		c, err := s.Claim(ctx, "k")
+		if err != nil {
+			t.Fatalf("claim %d of an integer epoch: %v", want, err)
+		}
+		if c.Epoch() != want {
+			t.Fatalf("claim epoch %d, want %d", c.Epoch(), want)
+		}
+		if err := c.PersistEvent(ctx, "a", want, []byte("x")); err != nil {
+			t.Fatalf("write through claim %d: %v", want, err)
+		}
+	}
+}
+
+// An epoch column of a type that is no integer fails the claim with an
+// error that names the column's type, not with a garbled number.
+func TestClaim_EpochColumnOfOtherType(t *testing.T) {
+	s, schema := smallStore(t)
+	ctx := t.Context()
+	sql(t, "ALTER TABLE "+schema+".fences ALTER COLUMN epoch TYPE numeric")
+	_, err := s.Claim(ctx, "k")
+	var se *durability.StoreError
+	if !errors.As(err, &se) {
+		t.Fatalf("claim of a numeric epoch: %v (%T), want a *durability.StoreError", err, err)
+	}
+	if !strings.Contains(err.Error(), "type OID 1700") || !strings.Contains(err.Error(), "bigint") {
+		t.Fatalf("claim of a numeric epoch: %q does not name the column's type and the one wanted", err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/durability/pgstore"
 )
 
 // A fences table whose epoch column an operator made an integer (not the
@@ -43,5 +44,37 @@ func TestClaim_EpochColumnOfOtherType(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "type OID 1700") || !strings.Contains(err.Error(), "bigint") {
 		t.Fatalf("claim of a numeric epoch: %q does not name the column's type and the one wanted", err)
+	}
+}
+
+// A claim whose statement was prepared before the fences table changed
+// under the store is refused by the server (it did nothing: the epoch was
+// not raised) and runs once more on a fresh connection, raising the epoch
+// once.
+func TestAlteredTable_ClaimRecovers(t *testing.T) {
+	// One connection at a time: the claim before the change prepared its statement
+	// on the connection the claim after it takes.
+	schema := freshSchema()
+	s := open(t, &pgstore.Options{Schema: schema, Committers: 1, MaxConns: 2})
+	defer s.Close()
+	ctx := t.Context()
+	if _, err := s.Claim(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Epoch(ctx, "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dialed := pgstore.PoolNewConns(s)
+	sql(t, "ALTER TABLE "+schema+".fences ALTER COLUMN epoch TYPE integer")
+	c, err := s.Claim(ctx, "k")
+	if err != nil {
+		t.Fatalf("claim after the fences table was altered: %v", err)
+	}
+	if c.Epoch() != before+1 {
+		t.Fatalf("claim epoch %d after the table was altered, want %d (raised once)", c.Epoch(), before+1)
+	}
+	if pgstore.PoolNewConns(s) == dialed {
+		t.Fatal("the claim after the table was altered ran on the connection it had prepared on, and was not refused: the test tests nothing")
 	}
 }

@@ -89,7 +89,7 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 		s.log.Info("pgstore: running Salvage again", "actor", quote.Name(name, "actor name"), "attempt", attempt+1, "err", err)
 	}
 	if err != nil {
-		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: fencedOr(err)}
+		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: s.explain(fencedOr(err))}
 	}
 	if out.Dropped > 0 {
 		s.log.Warn("pgstore: actor salvaged: records dropped", "schema", s.schema, "actor", quote.Name(name, "actor name"), "kept", out)
@@ -119,7 +119,12 @@ func salvageAgain(err error) bool {
 // instead of being overwritten. Rows written by transactions it does not
 // see are left as they are: those writes come after it.
 func (s *Store) salvageTx(ctx context.Context, f *fence, name string) (out durability.Salvaged, err error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer conn.Release() // after the Rollback below
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return out, err
 	}

@@ -90,3 +90,22 @@ func TestFullPool_ErrorSaysWhatToDo(t *testing.T) {
 	_, err = s.Claim(ctx, "k")
 	checkWording(t, "claim with the pool full", err, s.Schema(), "in use", "MaxConns")
 }
+
+// A Salvage whose context ends while every connection of the store's
+// pool is in use says so, as reads and writes do.
+func TestFullPool_SalvageSaysWhatToDo(t *testing.T) {
+	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
+	defer s.Close()
+	release, err := pgstore.HoldConns(t.Context(), s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	_, err = s.Salvage(ctx, "a")
+	checkWording(t, "salvage with the pool full", err, s.Schema(), "in use", "MaxConns")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("salvage with the pool full: %v, want the context's error in the chain", err)
+	}
+}

@@ -109,3 +109,25 @@ func TestFullPool_SalvageSaysWhatToDo(t *testing.T) {
 		t.Errorf("salvage with the pool full: %v, want the context's error in the chain", err)
 	}
 }
+
+// A write whose caller's context ends while its committer waits for a
+// connection of a full pool says so, as a read does: it was never sent.
+func TestFullPool_WriteSaysWhatToDo(t *testing.T) {
+	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
+	defer s.Close()
+	release, err := pgstore.HoldConns(t.Context(), s, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	err = s.PersistEvent(ctx, "a", 0, []byte("x"))
+	checkWording(t, "write with the pool full", err, s.Schema(), "in use", "MaxConns")
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("write with the pool full: %v, want the context's error in the chain", err)
+	}
+	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+		t.Errorf("write with the pool full: %v, want no ErrOutcomeUnknown: it was never sent", err)
+	}
+}

@@ -78,3 +78,33 @@ func TestAlteredTable_ClaimRecovers(t *testing.T) {
 		t.Fatal("the claim after the table was altered ran on the connection it had prepared on, and was not refused: the test tests nothing")
 	}
 }
+
+// A Salvage whose statements were prepared before a table changed under
+// the store is refused by the server (it dropped nothing) and runs once
+// more on a fresh connection.
+func TestAlteredTable_SalvageRecovers(t *testing.T) {
+	// One connection at a time, as in TestAlteredTable_ClaimRecovers.
+	schema := freshSchema()
+	s := open(t, &pgstore.Options{Schema: schema, Committers: 1, MaxConns: 2})
+	defer s.Close()
+	ctx := t.Context()
+	if err := s.PersistEvents(ctx, "a", 1, [][]byte{[]byte("x"), []byte("y")}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Salvage(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	dialed := pgstore.PoolNewConns(s)
+	sql(t, "ALTER TABLE "+schema+".events ALTER COLUMN crc TYPE bigint")
+	sql(t, "ALTER TABLE "+schema+".snapshots ALTER COLUMN crc TYPE bigint")
+	out, err := s.Salvage(ctx, "a")
+	if err != nil {
+		t.Fatalf("Salvage after the tables were altered: %v", err)
+	}
+	if out.Dropped != 0 {
+		t.Fatalf("Salvage after the tables were altered dropped %d records, want none", out.Dropped)
+	}
+	if pgstore.PoolNewConns(s) == dialed {
+		t.Fatal("the Salvage after the tables were altered was not refused: the test tests nothing")
+	}
+}

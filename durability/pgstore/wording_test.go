@@ -71,7 +71,9 @@ func TestFullServer_ErrorSaysWhatToDo(t *testing.T) {
 }
 
 // A call whose context ends while every connection of the store's pool is
-// in use says which store, that the pool was full, and what to do.
+// in use says which store, that the pool was full, and what to do: a
+// read, a claim, a Salvage, and a write whose committer waits for a
+// connection (which was never sent, so its outcome is known).
 func TestFullPool_ErrorSaysWhatToDo(t *testing.T) {
 	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
 	defer s.Close()
@@ -80,54 +82,25 @@ func TestFullPool_ErrorSaysWhatToDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	_, _, err = s.GetSnapshot(ctx, "a")
-	checkWording(t, "read with the pool full", err, s.Schema(), "in use", "MaxConns")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("read with the pool full: %v, want the context's error in the chain", err)
-	}
-	_, err = s.Claim(ctx, "k")
-	checkWording(t, "claim with the pool full", err, s.Schema(), "in use", "MaxConns")
-}
-
-// A Salvage whose context ends while every connection of the store's
-// pool is in use says so, as reads and writes do.
-func TestFullPool_SalvageSaysWhatToDo(t *testing.T) {
-	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
-	defer s.Close()
-	release, err := pgstore.HoldConns(t.Context(), s, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	_, err = s.Salvage(ctx, "a")
-	checkWording(t, "salvage with the pool full", err, s.Schema(), "in use", "MaxConns")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("salvage with the pool full: %v, want the context's error in the chain", err)
-	}
-}
-
-// A write whose caller's context ends while its committer waits for a
-// connection of a full pool says so, as a read does: it was never sent.
-func TestFullPool_WriteSaysWhatToDo(t *testing.T) {
-	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
-	defer s.Close()
-	release, err := pgstore.HoldConns(t.Context(), s, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	err = s.PersistEvent(ctx, "a", 0, []byte("x"))
-	checkWording(t, "write with the pool full", err, s.Schema(), "in use", "MaxConns")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("write with the pool full: %v, want the context's error in the chain", err)
-	}
-	if errors.Is(err, pgstore.ErrOutcomeUnknown) {
-		t.Errorf("write with the pool full: %v, want no ErrOutcomeUnknown: it was never sent", err)
+	for _, c := range []struct {
+		what string
+		call func(context.Context) error
+	}{
+		{"read", func(ctx context.Context) error { _, _, err := s.GetSnapshot(ctx, "a"); return err }},
+		{"claim", func(ctx context.Context) error { _, err := s.Claim(ctx, "k"); return err }},
+		{"salvage", func(ctx context.Context) error { _, err := s.Salvage(ctx, "a"); return err }},
+		{"write", func(ctx context.Context) error { return s.PersistEvent(ctx, "a", 0, []byte("x")) }},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		err := c.call(ctx)
+		cancel()
+		what := c.what + " with the pool full"
+		checkWording(t, what, err, s.Schema(), "in use", "MaxConns")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want the context's error in the chain", what, err)
+		}
+		if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v, want no ErrOutcomeUnknown: nothing was sent", what, err)
+		}
 	}
 }

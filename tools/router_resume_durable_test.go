@@ -1,0 +1,47 @@
+package tools_test
+
+import (
+	"testing"
+
+	"github.com/polyweave/polyweave-go/actors"
+	"github.com/polyweave/polyweave-go/actors/actorstest"
+	"github.com/polyweave/polyweave-go/durability/memstore"
+	"github.com/polyweave/polyweave-go/messages"
+	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/tools"
+)
+
+// startResumedDurableRouter is startResumedRouter with a durable router
+// (on a memstore).
+func startResumedDurableRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
+	t.Helper()
+	_, tool := newArgsTool(t)
+	got := make(chan *messages.Frame, 16)
+	spec, err := tools.NewStreamingRouter(model(got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{tool},
+		Durability: &tools.DurabilityOptions{Store: memstore.New(nil), WrapperID: "r1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	newLogic := spec.New
+	spec.New = func() actors.Logic { return routerFailsOnBoom{newLogic().(*actors.WrapperLogic)} }
+	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
+		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
+	return start(t, rt, spec), got
+}
+
+func TestDurableRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T) {
+	conn, got := startResumedDurableRouter(t, cancelEndsModel)
+	keepsTheStreamsItsRuntimeKeepsThroughAResume(t, conn, got)
+}
+
+func TestDurableRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
+	conn, got := startResumedDurableRouter(t, startModel)
+	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))
+	streamUntil(t, conn, "s", isText("Y"))
+	send(t, conn, withCall(messages.Meta("s", "boom", nil), "X"))
+	answer := streamUntil(t, conn, "s", isEnd)
+	if last := answer[len(answer)-1]; last.GetToolCallId() != "X" {
+		t.Fatalf("after the failure of X, stream s got %q, want the Resume's END of X alone", lines(answer))
+	}
+	endEndsCallM(t, conn, got, withCall(messages.End("s"), "Y"), "the END of Y, the stream's sole call left")
+}

@@ -29,11 +29,17 @@ func startResumedDurableRouter(t *testing.T, model func(got chan<- *messages.Fra
 	return start(t, rt, spec), got
 }
 
+// TestDurableRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume is
+// TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume with a
+// durable router, whose runtime notes every call-opening frame.
 func TestDurableRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T) {
 	conn, got := startResumedDurableRouter(t, cancelEndsModel)
 	keepsTheStreamsItsRuntimeKeepsThroughAResume(t, conn, got)
 }
 
+// TestDurableRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone is
+// TestStreamingRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone with a
+// durable router.
 func TestDurableRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
 	conn, got := startResumedDurableRouter(t, startModel)
 	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))

@@ -42,12 +42,5 @@ func TestDurableRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T
 // durable router.
 func TestDurableRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
 	conn, got := startResumedDurableRouter(t, startModel)
-	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))
-	streamUntil(t, conn, "s", isText("Y"))
-	send(t, conn, withCall(messages.Meta("s", "boom", nil), "X"))
-	answer := streamUntil(t, conn, "s", isEnd)
-	if last := answer[len(answer)-1]; last.GetToolCallId() != "X" {
-		t.Fatalf("after the failure of X, stream s got %q, want the Resume's END of X alone", lines(answer))
-	}
-	endEndsCallM(t, conn, got, withCall(messages.End("s"), "Y"), "the END of Y, the stream's sole call left")
+	endsWithItsRuntimeACallAResumeAnsweredAlone(t, conn, got)
 }

@@ -135,7 +135,11 @@ func keepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T, conn *actors.Con
 // closed.
 func TestStreamingRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
 	conn, got := startResumedRouter(t, startModel)
+	endsWithItsRuntimeACallAResumeAnsweredAlone(t, conn, got)
+}
 
+func endsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T, conn *actors.Conn, got chan *messages.Frame) {
+	t.Helper()
 	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))
 	streamUntil(t, conn, "s", isText("Y"))
 	send(t, conn, withCall(messages.Meta("s", "boom", nil), "X"))

@@ -15,6 +15,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/durability"
+	"github.com/polyweave/polyweave-go/internal/clip"
 	"github.com/polyweave/polyweave-go/messages"
 )
 
@@ -176,18 +177,11 @@ const MaxSessionIDLen = durability.MaxNameLen - len(ApprovalStoreSuffix)
 // (%q would quote the bytes of its half as escapes); a byte that is not
 // UTF-8 counts as one. Ids run to a thousand bytes.
 func ClipID(id string) string {
-	const keep = 64
-	if len(id) <= keep {
+	p, clipped := clip.Prefix(id, 64)
+	if !clipped {
 		return id
 	}
-	cut := 0
-	for i := range id {
-		if i > keep {
-			break
-		}
-		cut = i
-	}
-	return fmt.Sprintf("%s…(%d bytes)", id[:cut], len(id))
+	return fmt.Sprintf("%s…(%d bytes)", p, len(id))
 }
 
 // DefaultSessionSnapshotEvery is the session snapshot interval when

@@ -7,29 +7,25 @@ package quote
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/polyweave/polyweave-go/internal/clip"
 )
 
 // Max is the length in bytes of the longest key [Name] quotes whole.
 const Max = 256
 
 // Name returns s quoted as %q quotes it (control bytes and invalid UTF-8
-// escaped), whole up to Max bytes. A longer s is quoted in part, cut on a
-// rune's boundary (at Max bytes if no rune starts near it), and followed
-// by a marker that says what s is, its whole length and that it was
-// clipped: "…(actor name of 32768 bytes, clipped)".
+// escaped), whole up to Max bytes. A longer s is quoted in part, the
+// whole characters of its first Max bytes (a byte that is not UTF-8
+// counting as one, as tools.ClipID cuts an id), followed by a marker
+// that says what s is, its whole length and that it was clipped:
+// "…(actor name of 32768 bytes, clipped)".
 func Name(s, what string) string {
-	if len(s) <= Max {
+	p, clipped := clip.Prefix(s, Max)
+	if !clipped {
 		return fmt.Sprintf("%q", s)
 	}
-	keep := Max
-	for keep > Max-utf8.UTFMax && !utf8.RuneStart(s[keep]) {
-		keep--
-	}
-	if !utf8.RuneStart(s[keep]) {
-		keep = Max // no rune starts here: the bytes are escaped one by one
-	}
-	return fmt.Sprintf("%q…(%s of %d bytes, clipped)", s[:keep], what, len(s))
+	return fmt.Sprintf("%q…(%s of %d bytes, clipped)", p, what, len(s))
 }
 
 // MaxNames is how many names [Names] quotes.

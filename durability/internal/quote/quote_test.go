@@ -55,3 +55,19 @@ func TestNames(t *testing.T) {
 		t.Errorf("Names of 1000 long names: %d bytes ending %q, want %d clipped names and a count of the rest", len(got), got[max(0, len(got)-80):], MaxNames)
 	}
 }
+
+// TestName_CutAsClipID: a long name is cut where tools.ClipID cuts one,
+// on the last boundary of its characters within Max bytes, a byte that
+// is not UTF-8 counting as one: a stray continuation byte at the bound
+// is kept (and escaped), a character across it left out whole.
+func TestName_CutAsClipID(t *testing.T) {
+	for _, c := range []struct{ s, want string }{
+		{strings.Repeat("x", Max-1) + "\x80\x80" + strings.Repeat("x", 10), `"` + strings.Repeat("x", Max-1) + `\x80"`},
+		{strings.Repeat("x", Max-1) + "é" + strings.Repeat("x", 10), `"` + strings.Repeat("x", Max-1) + `"`},
+	} {
+		got := Name(c.s, "key")
+		if want := c.want + fmt.Sprintf("…(key of %d bytes, clipped)", len(c.s)); got != want {
+			t.Errorf("Name of %d bytes = …%s, want …%s", len(c.s), got[max(0, len(got)-60):], want[max(0, len(want)-60):])
+		}
+	}
+}

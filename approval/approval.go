@@ -49,7 +49,7 @@ func AskAll() tools.ApprovalPolicy {
 			return tools.VerdictRun, ""
 		}
 		if !c.Tool.CapabilitiesDeclared() {
-			return tools.VerdictAsk, fmt.Sprintf("%s does not declare its capabilities (what it may change)", c.Tool.Name)
+			return tools.VerdictAsk, tools.UndeclaredCapabilities(c.Tool.Name)
 		}
 		return tools.VerdictAsk, fmt.Sprintf("%s changes things (%s)", c.Tool.Name, strings.Join(c.Tool.Capabilities, ", "))
 	}

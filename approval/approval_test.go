@@ -72,3 +72,22 @@ func TestPolicies(t *testing.T) {
 		})
 	}
 }
+
+// TestUndeclaredReason: a tool that declares no capabilities is asked
+// about with the same words by the loop's default policy and by AskAll,
+// the words of tools.UndeclaredCapabilities.
+func TestUndeclaredReason(t *testing.T) {
+	want := tools.UndeclaredCapabilities("tidy")
+	if !strings.Contains(want, "tidy does not declare its capabilities") {
+		t.Fatalf("UndeclaredCapabilities(tidy) = %q, want it to name the tool and say it declares no capabilities", want)
+	}
+	for name, policy := range map[string]tools.ApprovalPolicy{
+		"tools.DefaultApprovalPolicy": tools.DefaultApprovalPolicy,
+		"approval.Default":            approval.Default(),
+		"approval.AskAll":             approval.AskAll(),
+	} {
+		if v, got := policy(callOf(tidy, `{}`)); v != tools.VerdictAsk || got != want {
+			t.Errorf("%s of an undeclared tool = %v, %q; want ask, %q", name, v, got, want)
+		}
+	}
+}

@@ -99,9 +99,17 @@ func DefaultApprovalPolicy(c ApprovalCall) (Verdict, string) {
 	case !c.Tool.Reversible:
 		return VerdictAsk, fmt.Sprintf("%s is irreversible", c.Tool.Name)
 	case !c.Tool.CapabilitiesDeclared():
-		return VerdictAsk, fmt.Sprintf("%s does not declare its capabilities (what it may change)", c.Tool.Name)
+		return VerdictAsk, UndeclaredCapabilities(c.Tool.Name)
 	}
 	return VerdictRun, ""
+}
+
+// UndeclaredCapabilities is the reason an approval policy gives the
+// person it asks about a call of tool, a tool whose author declared no
+// capabilities ([Description.CapabilitiesDeclared]): [DefaultApprovalPolicy]
+// and the policies of package approval give the same words.
+func UndeclaredCapabilities(tool string) string {
+	return fmt.Sprintf("%s does not declare its capabilities (what it may change)", tool)
 }
 
 // ApprovalOptions give a tool loop an approval policy

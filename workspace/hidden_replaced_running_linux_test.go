@@ -5,6 +5,7 @@ package workspace
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,6 +46,9 @@ func TestHiddenFileReplacedFromOutsideWhileRunningIsShown(t *testing.T) {
 	opened := make(chan *os.File, 1)
 	go func() {
 		f, _ := os.Open(started) // until the command opens it to write
+		if f != nil {
+			_, _ = io.ReadAll(f) // its whole line: closed earlier, the shell's write would kill it (SIGPIPE)
+		}
 		opened <- f
 	}()
 	select {
@@ -71,13 +75,19 @@ func TestHiddenFileReplacedFromOutsideWhileRunningIsShown(t *testing.T) {
 	}
 	mustDo(t, os.WriteFile(env+".new", []byte("NEWSECRET"), 0o600))
 	mustDo(t, os.Rename(env+".new", env))
-	f, err := os.OpenFile(goOn, os.O_WRONLY, 0)
-	mustDo(t, err)
-	_, err = f.WriteString("\n")
-	mustDo(t, err)
-	f.Close()
-
+	// The command is about to open go-on, or has: the open waits for it.
+	go func() {
+		if f, err := os.OpenFile(goOn, os.O_WRONLY, 0); err == nil {
+			_, _ = f.WriteString("\n")
+			f.Close()
+		}
+	}()
 	res := <-done
+	// Should the command have ended without reading go-on, the writer's
+	// open above goes on once a reader comes.
+	if f, err := os.OpenFile(goOn, os.O_RDONLY|unix.O_NONBLOCK, 0); err == nil {
+		defer f.Close()
+	}
 	if !res.Sandboxed || !strings.Contains(res.Stdout, "NEWSECRET") || !strings.Contains(res.Stdout, "ran") {
 		t.Errorf("the running command after a rename over its hidden file: %+v; want it to read the new file, "+
 			"as the package documents (if the sandbox now keeps it hidden, say so there)", res)

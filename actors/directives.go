@@ -35,6 +35,11 @@ func (d decidingStrategy) HandleFailure(system *actor.ActorSystem, sup actor.Sup
 	dec := &decision{Supervisor: sup, registry: system.ProcessRegistry, procs: make(map[*actor.PID]actor.Process, 1), child: child,
 		rt: d.rt}
 	dec.note(child)
+	if _, ok := dec.procs[child]; ok && dec.mbs[child] == nil && child != d.rt.host {
+		// A duplex that has failed, and stopped since (its Stopping
+		// taken), while its process waits for its children to stop.
+		dec.childStopped = true
+	}
 	d.inner.WithObserver(dec.observe).HandleFailure(system, dec, child, rs, reason, message)
 }
 
@@ -56,7 +61,11 @@ type decision struct {
 	// runtime's duplexes, noted with them.
 	mbs   map[*actor.PID]*mailbox
 	child *actor.PID // the failed child
-	rt    *Runtime
+	// childStopped: the failed child, a duplex, had stopped when the
+	// decision was taken (the stop of its parent's subtree, say, taken
+	// while it waited for the decision).
+	childStopped bool
+	rt           *Runtime
 	// restart is the restart decided, told to the runtime's observers
 	// when it is carried out (see RestartChildren).
 	restart *supervisor.Event
@@ -65,7 +74,7 @@ type decision struct {
 // observe takes the decision: recorded and logged at once, told to the
 // runtime's observers at once but for a restart (see RestartChildren).
 func (d *decision) observe(ev supervisor.Event) {
-	d.rt.decided(ev)
+	d.rt.decided(ev, d.child)
 	if ev.Directive == supervisor.Restart {
 		d.restart = &ev
 		return
@@ -74,10 +83,14 @@ func (d *decision) observe(ev supervisor.Event) {
 }
 
 // EscalateFailure implements actor.Supervisor: the supervising actor
-// fails with the child's failure, and notes the child and which of its
-// failures this is, suspended until the decision about the actor comes
-// (see shell.resumed, host.resumed).
+// fails with the child's failure (its own, to the runtime's observers:
+// see watch.escalating), and notes the child and which of its failures
+// this is, suspended until the decision about the actor comes (see
+// shell.resumed, host.resumed).
 func (d *decision) EscalateFailure(reason, message any) {
+	if self := d.Self(); self != nil {
+		d.rt.watch.escalating(self, supervisor.ReasonError(reason))
+	}
 	if k := keeperOf(d.Supervisor); k != nil {
 		if proc, ok := d.procs[d.child]; ok {
 			c := escalatedChild{pid: d.child, proc: proc, mb: d.mbs[d.child]}
@@ -187,11 +200,15 @@ func (d *decision) Children() []*actor.PID {
 // the runtime's observers now, before it is sent, with the children it
 // restarts as its Affected; a restart that restarts none (every child
 // stopped, or is stopping, since the decision, or a failed one has a
-// stop waiting that wins over it) is not told. A stop written into a
-// failed child after this, before it takes the restart, still wins: the
-// restart was told.
+// stop waiting that wins over it, or over a restart sent to it before)
+// is not told. A stop written into a failed child after this, before it
+// takes the restart, still wins: the restart was told.
 func (d *decision) RestartChildren(pids ...*actor.PID) {
 	live := slices.DeleteFunc(slices.Clone(pids), func(pid *actor.PID) bool {
+		if pid == d.child && d.childStopped {
+			d.dropped(pid, &actor.Restart{}, "the child stopped before the decision")
+			return true
+		}
 		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() {
 			// Stopping: its mailbox drops a restart after the stop.
 			d.dropped(pid, &actor.Restart{}, "the child is stopping")
@@ -204,7 +221,7 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 		told := *ev
 		told.Affected = nil
 		for _, pid := range live {
-			if d.current(pid) && !d.stopWins(pid) {
+			if d.restarts(pid) {
 				told.Affected = append(told.Affected, pid.GetId())
 			}
 		}
@@ -237,12 +254,32 @@ func (d *decision) send(pids []*actor.PID, msg any) {
 	}
 }
 
+// restarts reports whether the restart sent now reaches pid and restarts
+// it: pid still names the process noted for it, and a stop that waits in
+// its queue wins neither over this restart nor over one sent to it
+// before (see stopWins).
+func (d *decision) restarts(pid *actor.PID) bool {
+	if !d.current(pid) || d.rt.watch.stopWon(pid) {
+		return false
+	}
+	if d.stopWins(pid) {
+		d.rt.watch.stopWins(pid)
+		return false
+	}
+	return true
+}
+
 // stopWins reports whether the restart of pid will be taken as the stop
-// written into it (see mailbox.stops): it failed, and a stop waits in its
-// queue. The restart is sent all the same: the stop waits for it.
+// written into it (see mailbox.stops): its running incarnation failed
+// (its mailbox is suspended, or will be before it takes the restart:
+// see watch.failing), and a stop waits in its queue. The restart is sent
+// all the same: the stop waits for it. The failed child of a decision
+// about an incarnation that has ended (restarted for a sibling's failure,
+// under all-for-one) runs again, and is restarted, stop or no stop,
+// unless its running incarnation failed too.
 func (d *decision) stopWins(pid *actor.PID) bool {
 	mb := d.mbs[pid]
-	return mb != nil && mb.stops.Load() > 0 && (pid.Equal(d.child) || mb.suspended.Load())
+	return mb != nil && mb.stops.Load() > 0 && (mb.suspended.Load() || d.rt.watch.failing(pid))
 }
 
 // current reports whether pid still names the process noted for it.

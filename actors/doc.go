@@ -103,7 +103,9 @@
 //     [FailedKind] and END before the next message: that call has its
 //     answer, so the rest of its frames (as above) and what the Logic
 //     still emits on it are dropped, and its work stopped (the jobs
-//     keyed by its stream id cancelled, a CANCEL of it delivered). A
+//     keyed by its stream id cancelled, a CANCEL of it delivered, after
+//     a [ResumeAnswered] that tells the Logic which call, or stream, the
+//     runtime answered in its stead, with which END). A
 //     stream may carry several calls at once (a dispatcher's calls of
 //     one model response, on a tool actor): the runtime knows them by
 //     the tool-call ids of their frames, a call ending at the Logic's
@@ -161,7 +163,13 @@
 // [Wrap] builds the bidirectional wrapper: an actor that owns an inner
 // duplex as its child and runs a request hook on frames going in and a
 // response hook on frames coming out ([Wrapped], [Hooks]). [Pipe] chains
-// duplexes and [Join] merges them.
+// duplexes and [Join] merges them. A Wrapped that keeps its own record
+// of the streams its duplex owes an END, as the runtime keeps them (a
+// router telling the END of one call from the END of a stream), notes
+// only what the runtime noted: a frame it passed out that went out
+// ([WrapperContext].ToOuterPassed reports it; one on a call the runtime
+// answered itself does not), and the END a Resume emitted in its stead
+// ([ResumeAnswered]).
 //
 // A [Runtime] owns the actor system and its top-level supervisor (spawned
 // with an explicit guardian: protoactor ignores WithSupervisor on

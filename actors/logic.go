@@ -24,7 +24,8 @@ import (
 //   - [ChildFrame]: a frame emitted by a child whose subscriber is this actor;
 //   - [ChildStopped]: a child has stopped;
 //   - [AsyncProgress] and [AsyncDone]: news from work started with Context.Go;
-//   - [Timer]: a timer set with Context.After fired.
+//   - [Timer]: a timer set with Context.After fired;
+//   - [ResumeAnswered]: a supervisor's Resume answered one of its calls.
 //
 // A Logic may also implement [FailureHandler].
 type Logic interface {
@@ -131,6 +132,25 @@ type AsyncDone struct {
 
 // Timer is a timer set with [Context.After] firing.
 type Timer struct{ Key any }
+
+// ResumeAnswered tells a Logic that its supervisor resumed it after a
+// frame of one of its calls failed it, and that the runtime answered
+// that call in its stead (see [FailedKind]): it emitted, on the Logic's
+// behalf, an ERROR and an END on Stream, both with ToolCallID. Alone, the
+// call of that id was answered alone among the calls of its stream, which
+// stays open for the others; otherwise the stream was answered, each of
+// its calls with it, and is closed (ToolCallID is then its sole call's,
+// or empty). It comes before the CANCEL of the call the runtime delivers
+// next, and what the Logic emits on the answered call from then on is
+// dropped (see the package doc). A Logic that keeps its own record of
+// the streams its duplex owes an END (a router telling the END of one of
+// a stream's calls from the END of the stream) notes that END as one it
+// emitted; the others may ignore it.
+type ResumeAnswered struct {
+	Stream     string
+	ToolCallID string
+	Alone      bool
+}
 
 // Spec describes a duplex to start. Its zero value is not usable: New is
 // required.

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -73,12 +74,21 @@ type ActorInfo struct {
 // change. A decision's event comes before the restart or stop it leads to,
 // with LastFailure set and, for a restart carried out at once, State and
 // Restarts still those of the failed incarnation (a restart with backoff
-// and an escalation show ActorFailed). A duplex that stops after failing,
-// before its supervisor decided about the failure (stopped by its parent
-// meanwhile), is reported stopped with that failure as LastFailure: the
-// decision, taken after the stop, is then reported by no ActorEvent, and
-// told to the supervision watchers only if it was no restart (there is
-// nothing left to restart).
+// and an escalation show ActorFailed).
+//
+// Each failure is reported once, as LastFailure, and on the incarnation
+// that failed. An incarnation that ends after failing, before its
+// supervisor decided about the failure, is reported with that failure as
+// LastFailure: one stopped meanwhile (by its parent, or by the stop of
+// its parent's subtree) is reported stopped with it, and one restarted
+// meanwhile (under all-for-one, for a sibling's failure) is reported
+// restarting with it. The decision, taken after, is about an incarnation
+// that has ended: it is reported by no ActorEvent, and changes nothing of
+// the duplex's next incarnation (that one is not reported failed for it,
+// and a failure of its own is reported apart). It is told to the
+// supervision watchers as any other decision: a restart as it is carried
+// out, with the children it restarts (none is left to restart of a
+// duplex that stopped; see [Runtime.WatchSupervision]).
 type ActorEvent struct {
 	Time  time.Time
 	Actor ActorInfo
@@ -152,13 +162,45 @@ type watch struct {
 	supervisionWatchers watchers[supervisor.Event]
 }
 
+// watched is the record of one duplex: its info, and what tells which of
+// its incarnations a supervisor's decision is about.
+//
+// A duplex's failures are counted by its mailbox (mailbox.failures: one
+// per failure of any of its incarnations, counted before the failure goes
+// to its supervisor), and its supervisor decides about them one by one,
+// in the order they came (a child's failures reach its parent in order).
+// The n-th decision about a duplex is about its n-th failure: the
+// owner's when n is above base, the count at the owner's start, and the
+// owner has not ended; an earlier incarnation's, ended, otherwise.
 type watched struct {
 	info  ActorInfo
 	pid   *actor.PID
 	owner *shell // the incarnation that last reported
-	// decided: its supervisor decided about the owner's failure (and
-	// recorded it), which no Resume has ended since (see ended).
-	decided bool
+	// base is the count of the duplex's failures when the owner began;
+	// decisions counts the decisions taken about its failures; resumed
+	// is the count of its failures when the owner was last resumed.
+	base, decisions, resumed uint64
+	// ended: the owner's incarnation has ended for a restart, and the
+	// next one has not begun.
+	ended bool
+	// escalated is the failure the owner escalated (a child's: see
+	// decision.EscalateFailure), its own failure until a Resume.
+	escalated error
+	// stopWon: a restart was sent to the owner while it failed and a
+	// stop waited in its queue: the stop wins over it (see
+	// decision.stopWins), and the owner does not restart.
+	stopWon bool
+}
+
+// failuresOf returns the count of the failures of s's duplex so far.
+func failuresOf(s *shell) uint64 { return s.cell.mb.failures.Load() }
+
+// undecided reports whether the owner has a failure that its supervisor
+// has not decided about: one counted after its start, and after the
+// decisions taken.
+func (e *watched) undecided() bool {
+	n := failuresOf(e.owner)
+	return n > e.base && n > e.decisions
 }
 
 // mailboxOf returns the mailbox of the duplex pid names, if it is one of
@@ -166,7 +208,7 @@ type watched struct {
 func (w *watch) mailboxOf(pid *actor.PID) *mailbox {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if e, ok := w.table[pid.GetId()]; ok && e.pid == pid && e.owner != nil {
+	if e, ok := w.entry(pid); ok {
 		return e.owner.cell.mb
 	}
 	return nil
@@ -226,17 +268,20 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
-		e.decided = false
+		e.base, e.resumed = failuresOf(s), 0
+		e.ended, e.escalated, e.stopWon = false, nil, false
 		return true
 	})
 }
 
-// ended records the end of an incarnation: a restart or a stop. A stop
-// of an incarnation that failed before its supervisor decided about the
-// failure (a system stop, as a stopping parent sends its children, is
-// taken while the actor waits for the decision) records that failure:
-// the decision, taken after, finds nothing to record it on, nor to
-// restart, and may be told to no one (see decision.RestartChildren).
+// ended records the end of an incarnation: a restart or a stop. An
+// incarnation that failed and ends before its supervisor decided about
+// the failure records that failure: stopped (a system stop, as a
+// stopping parent sends its children, is taken while the actor waits for
+// the decision), or restarted for a sibling's failure (all-for-one). The
+// decision, taken after, is about an incarnation that has ended: it
+// records nothing (see decided), and its restart is told only if it
+// reaches a child (see decision.RestartChildren).
 func (w *watch) ended(s *shell, restarting bool) {
 	if s.self == nil {
 		return
@@ -245,14 +290,17 @@ func (w *watch) ended(s *shell, restarting bool) {
 		if e.owner != s {
 			return false // a later incarnation has reported already
 		}
+		if e.undecided() {
+			if err := cmp.Or(s.failure, e.escalated); err != nil {
+				e.info.LastFailure, e.info.LastFailureAt = err, time.Now()
+			}
+		}
 		if restarting {
 			e.info.State = ActorRestarting
 			e.info.Restarts++
+			e.ended = true
 		} else {
 			e.info.State = ActorStopped
-			if s.failure != nil && !e.decided {
-				e.info.LastFailure, e.info.LastFailureAt = s.failure, time.Now()
-			}
 		}
 		return true
 	})
@@ -266,7 +314,7 @@ func (w *watch) resumed(s *shell) {
 		if e.owner != s {
 			return false
 		}
-		e.decided = false // the failure is over: a next one waits for its own decision
+		e.resumed, e.escalated = failuresOf(s), nil // a next failure is a new one
 		if e.info.State != ActorFailed {
 			return false
 		}
@@ -275,14 +323,78 @@ func (w *watch) resumed(s *shell) {
 	})
 }
 
-// decided records a supervision decision about a child as it is taken,
-// and logs it; it is told to RuntimeOptions.OnSupervision and the
-// watchers apart (see tell, decision.observe).
-func (rt *Runtime) decided(ev supervisor.Event) {
+// entry returns the record of the duplex pid, if it is one of the
+// runtime's and has not stopped; the caller holds w.mu.
+func (w *watch) entry(pid *actor.PID) (*watched, bool) {
+	e, ok := w.table[pid.GetId()]
+	return e, ok && e.pid == pid && e.owner != nil
+}
+
+// escalating records that the duplex pid fails with err, a child's
+// failure its strategy escalated: its supervisor decides about it, and
+// it is the duplex's failure if the duplex ends before that decision.
+func (w *watch) escalating(pid *actor.PID, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok {
+		e.escalated = err
+	}
+}
+
+// failing reports whether the running incarnation of the duplex pid has
+// failed and no Resume of it has been taken since: it waits for its
+// supervisor (a decision about it may have been taken, a restart waiting
+// for its backoff). Its mailbox may not have taken the suspension yet: it
+// takes it before any directive sent now.
+func (w *watch) failing(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entry(pid)
+	if !ok || e.ended {
+		return false
+	}
+	n := failuresOf(e.owner)
+	return n > e.base && n > e.resumed
+}
+
+// stopWins records that the stop waiting in the queue of the duplex pid
+// wins over a restart sent to it (see decision.stopWins).
+func (w *watch) stopWins(pid *actor.PID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok {
+		e.stopWon = true
+	}
+}
+
+// stopWon reports whether a restart sent to the duplex pid before was
+// one its waiting stop wins over (see stopWins): it ends at that stop,
+// and restarts no more.
+func (w *watch) stopWon(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e, ok := w.entry(pid)
+	return ok && e.stopWon
+}
+
+// decided records a supervision decision about child as it is taken, and
+// logs it; it is told to RuntimeOptions.OnSupervision and the watchers
+// apart (see tell, decision.observe). It is recorded on the incarnation
+// it is about (see watched) unless that one has ended, having recorded
+// its failure as it ended (see ended); a decision about a duplex that
+// has stopped, whose name a newer one may have taken, is recorded on
+// none.
+func (rt *Runtime) decided(ev supervisor.Event, child *actor.PID) {
 	rt.logSupervision(ev)
 	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
+		if e.pid != child {
+			return false
+		}
+		e.decisions++
+		if e.decisions <= e.base || e.ended {
+			return false // about an incarnation that has ended
+		}
 		e.info.LastFailure, e.info.LastFailureAt = ev.Reason, ev.Time
-		e.decided = true
 		// A restart without backoff and a stop are under way already (the
 		// child reports them); one with backoff and an escalation wait.
 		if ev.Directive == supervisor.Escalate || ev.Directive == supervisor.Restart && ev.Backoff > 0 && !ev.IntensityExceeded {

@@ -385,6 +385,7 @@ func (s *shell) resumed() {
 	}
 	s.rt.watch.resumed(s)
 	failed := s.failedCall
+	var answered ResumeAnswered
 	stop := failed.stream != "" && s.failure != nil && s.open.has(failed.stream) &&
 		!s.open.endedRest(failed.stream, failed.call)
 	if stop {
@@ -411,6 +412,7 @@ func (s *shell) resumed() {
 		f.Meta = &messages.Metadata{FailureKind: FailedKind}
 		s.emit(f)
 		s.emit(endOf(id, failed.call))
+		answered = ResumeAnswered{Stream: id, ToolCallID: failed.call, Alone: shared}
 		if !shared {
 			failed.call = ""
 		}
@@ -419,7 +421,7 @@ func (s *shell) resumed() {
 	resumeEscalated(s.escalated, s.rt.system.ProcessRegistry)
 	s.escalated = nil
 	if stop {
-		s.stopCall(failed)
+		s.stopCall(failed, answered)
 	}
 }
 
@@ -434,16 +436,17 @@ func (s *shell) mute(stream, call string, shared bool) {
 	s.muted.add(stream, mutedStream{call: call, several: s.open.several(stream)})
 }
 
-// stopCall stops the work of c, the call a Resume answered: the Logic
-// gets a CANCEL of it, as from its caller, to stop the rest (its emits
-// on it are dropped: see muted). A call of a stream of its own (c.call
+// stopCall stops the work of c, the call a Resume answered as a says:
+// the Logic is told of the answer (a), then gets a CANCEL of the call,
+// as from its caller, to stop the rest (its emits on it are dropped: see
+// muted). A call of a stream of its own (c.call
 // empty) is the stream's: the jobs started with the stream's id as their
 // key are cancelled, and the CANCEL is of the stream. A call answered
 // alone among its stream's calls gets a CANCEL with its tool-call id, and
 // the jobs keyed by the stream are left running: they may be the other
 // calls'. A failure there is a new one, of no call: the runtime's CANCEL
 // is none of the stream's calls (a Resume of it answers none of them).
-func (s *shell) stopCall(c streamCall) {
+func (s *shell) stopCall(c streamCall, a ResumeAnswered) {
 	if w := s.calls[c.stream]; w != nil && c.call == "" {
 		w.cancel()
 		delete(s.calls, c.stream)
@@ -454,6 +457,7 @@ func (s *shell) stopCall(c streamCall) {
 			panic(r)
 		}
 	}()
+	s.deliver(a)
 	s.deliver(messages.Cancel(c.stream, c.call))
 }
 
@@ -1624,20 +1628,50 @@ func (o *openStreams) all() []string {
 // opened since by another call: its consumer, reading the stream again
 // for its next call, would stop there.
 func (s *shell) Emit(f *messages.Frame) {
+	if s.mayKeep(f) {
+		s.emitChecked(f)
+		return
+	}
+	s.emit(f)
+}
+
+// emitPassed is Emit, and reports whether f went out: false when the
+// shell dropped it (see Emit) or the frame observer kept it (see
+// FrameObserver.Emitted). Only a frame that went out opens or ends a
+// stream for the runtime (see WrapperContext.ToOuterPassed).
+func (s *shell) emitPassed(f *messages.Frame) bool {
+	if s.mayKeep(f) {
+		return s.emitChecked(f)
+	}
+	s.emit(f)
+	return true
+}
+
+// mayKeep reports whether f, emitted by the Logic, may be kept from
+// going out (see emitChecked): a frame with nothing to check, the
+// Logic's text token after token, the hot path, goes straight to emit.
+func (s *shell) mayKeep(f *messages.Frame) bool {
+	return len(s.muted.m) > 0 || len(s.mutedCalls.m) > 0 || s.answered != nil || s.obs != nil || f.GetType() == messages.FrameType_END
+}
+
+// emitChecked is emitPassed for a frame the shell may drop or its
+// observer keep.
+func (s *shell) emitChecked(f *messages.Frame) bool {
 	if (s.muted.len() > 0 || s.mutedCalls.len() > 0 || s.answered != nil) && s.dropEmit(f) {
 		s.Logger().Debug("frame on a call already answered dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("type", f.GetType().String()))
-		return
+		return false
 	}
 	if f.GetType() == messages.FrameType_END && f.GetToolCallId() != "" && s.open.secondEnd(f.GetStreamId(), f.GetToolCallId()) {
 		s.Logger().Debug("second END of a call dropped",
 			slog.String("stream", f.GetStreamId()), slog.String("call", f.GetToolCallId()))
-		return
+		return false
 	}
 	if s.obs != nil && !s.obs.Emitted(f) {
-		return
+		return false
 	}
 	s.emit(f)
+	return true
 }
 
 // dropEmit reports whether f, emitted by the Logic, is on a call the

@@ -24,7 +24,8 @@ type Wrapped interface {
 
 // MessageHandler receives the messages a wrapper gets that are not frames:
 // [AsyncProgress], [AsyncDone], [Timer], [ChildFrame] from children other
-// than the inner duplex, [ChildStopped], and user messages.
+// than the inner duplex, [ChildStopped], [ResumeAnswered], and user
+// messages.
 type MessageHandler interface {
 	HandleMessage(c WrapperContext, msg any)
 }
@@ -47,6 +48,17 @@ type WrapperContext interface {
 	ToInner(f *messages.Frame)
 	// ToOuter emits f from the wrapper's source (same as Emit).
 	ToOuter(f *messages.Frame)
+	// ToOuterPassed is ToOuter, and reports whether f went out: false
+	// when the runtime dropped it (a frame on a call it answered itself,
+	// the second END of a call: see the package doc)
+	// or the duplex's [FrameObserver] kept it. Only a frame that went out
+	// opens or ends a stream, or one of its calls, for the runtime: a
+	// Wrapped that keeps its own record of them (a router telling the
+	// END of one call from the END of a stream) notes that frame alone,
+	// and the END of a [ResumeAnswered]. Under a Context that is not the
+	// runtime's own (a Recorder, or one that decorates the runtime's
+	// Context), it reports true.
+	ToOuterPassed(f *messages.Frame) bool
 	// Inner is the inner duplex.
 	Inner() Ref
 }
@@ -165,6 +177,15 @@ func (l *WrapperLogic) ToInner(f *messages.Frame) { l.c.Send(l.inner, f) }
 
 // ToOuter implements WrapperContext.
 func (l *WrapperLogic) ToOuter(f *messages.Frame) { l.c.Emit(f) }
+
+// ToOuterPassed implements WrapperContext.
+func (l *WrapperLogic) ToOuterPassed(f *messages.Frame) bool {
+	if s, ok := l.c.(*shell); ok {
+		return s.emitPassed(f)
+	}
+	l.c.Emit(f)
+	return true
+}
 
 // Inner implements WrapperContext.
 func (l *WrapperLogic) Inner() Ref { return l.inner }

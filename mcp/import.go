@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +25,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/internal/origin"
+	"github.com/polyweave/polyweave-go/internal/urlredact"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 	"github.com/polyweave/polyweave-go/tools"
@@ -61,12 +61,13 @@ type ImportOptions struct {
 	// keeps the method (307 and 308) and the URL's scheme, host and port:
 	// a POST redirected with 301, 302 or 303, or to another origin, fails
 	// (with an error that does not name where it pointed), and so does a
-	// DELETE redirected at all (see Close). Errors
-	// and log lines name the server by its URL with its user info (the
-	// user name may be a token too: https://TOKEN@host/) and the values
-	// of its query (where a server may take a token) cut out, its host
-	// kept, and show neither these (those of 8 bytes or more), nor the
-	// basic auth the HTTP client makes of the user info, nor the bearer
+	// DELETE redirected at all (see Close). Errors and log lines name the
+	// server by its URL with its user info (the user name may be a token
+	// too: https://TOKEN@host/) and the values of the parameters of its
+	// query and fragment (where a server may put a token) cut out, its
+	// host and path kept, as they write every URL they quote (a
+	// redirect's Location), and show neither these (those of 8 bytes or
+	// more), nor the basic auth the HTTP client makes of the user info, nor the bearer
 	// token, nor the user info of the proxy the requests go through,
 	// where the SDK's errors or the answers of the server or proxy quote
 	// them; a URL that does not parse is refused without being shown.
@@ -262,7 +263,7 @@ func Import(ctx context.Context, rt *actors.Runtime, o *ImportOptions) (*Importe
 			// ended the host).
 			return nil, errors.New("mcp: import: the URL does not parse (it is not shown, as it may hold credentials)")
 		}
-		name = redactURL(endpoint)
+		name = urlredact.URL(endpoint)
 	}
 	if opts.ConnectTimeout <= 0 {
 		opts.ConnectTimeout = DefaultConnectTimeout
@@ -463,7 +464,7 @@ func (im *Imported) notifier() {
 }
 
 // what names the server in errors and logs: its command, or its URL
-// with the credentials it may hold cut out (redactURL).
+// with the credentials it may hold cut out (urlredact.URL).
 func (im *Imported) what() string { return im.name }
 
 // minCredential is the length from which a credential of the URL (the
@@ -487,12 +488,12 @@ const minCredential = 8
 func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, error)) *strings.Replacer {
 	var pairs []string
 	if u.RawQuery != "" {
-		pairs = append(pairs, "?"+u.RawQuery, "?"+redactQuery(u.RawQuery))
+		pairs = append(pairs, "?"+u.RawQuery, "?"+urlredact.Params(u.RawQuery))
 	}
 	if u.User != nil {
 		// After the "//" of the URL: a short user name ("me") ends words
 		// too ("home@host").
-		shown := "//" + redactUser(u.User).String() + "@"
+		shown := "//" + urlredact.User(u.User).String() + "@"
 		pairs = append(pairs, "//"+u.User.String()+"@", shown)
 		if _, ok := u.User.Password(); ok {
 			name := "//" + url.User(u.User.Username()).String()
@@ -514,7 +515,7 @@ func urlScrubber(u *url.URL, token string, proxy func(*http.Request) (*url.URL, 
 	}
 	for _, s := range secrets {
 		if len(s) >= minCredential {
-			pairs = append(pairs, s, "xxxxx")
+			pairs = append(pairs, s, urlredact.Mark)
 		}
 	}
 	return strings.NewReplacer(pairs...)
@@ -531,26 +532,18 @@ func userSecrets(u *url.Userinfo) []string {
 	return []string{u.Username(), password, base64.StdEncoding.EncodeToString([]byte(u.Username() + ":" + password))}
 }
 
-// redactUser returns u with its user name, and its password if it has
-// one, replaced by "xxxxx".
-func redactUser(u *url.Userinfo) *url.Userinfo {
-	if _, ok := u.Password(); ok {
-		return url.UserPassword("xxxxx", "xxxxx")
-	}
-	return url.User("xxxxx")
-}
-
 // redact returns err with the credentials of the import's URL and its
 // bearer token cut out of its text (err itself is kept for errors.Is
-// and errors.As), and the user info and query values of every URL in it
-// (redactURLsIn): go-sdk's errors quote the URL of a request that failed
-// as http.Client does, query string included, and after a redirect that
-// is the redirect's Location, which the server writes as it likes.
+// and errors.As), and the user info and the values of the query and
+// fragment of every URL in it (urlredact.Text): go-sdk's errors quote
+// the URL of a request that failed as http.Client does, query string and
+// fragment included, and after a redirect that is the redirect's
+// Location, which the server writes as it likes.
 func (im *Imported) redact(err error) error {
 	if err == nil {
 		return nil
 	}
-	if text := redactURLsIn(im.scrub.Replace(err.Error())); text != err.Error() {
+	if text := urlredact.Text(im.scrub.Replace(err.Error())); text != err.Error() {
 		return &redactedError{err: err, text: text}
 	}
 	return err
@@ -564,81 +557,6 @@ type redactedError struct {
 
 func (e *redactedError) Error() string { return e.text }
 func (e *redactedError) Unwrap() error { return e.err }
-
-// redactURL writes u for an error text with its user info (the user
-// name may be a token: https://TOKEN@host/) and the value of each query
-// parameter (where a server may take a token) replaced by "xxxxx", as
-// url.URL.Redacted does the password; the host is kept.
-func redactURL(u *url.URL) string {
-	r := *u
-	if r.RawQuery != "" {
-		r.RawQuery = redactQuery(r.RawQuery)
-	}
-	if r.User != nil {
-		r.User = redactUser(r.User)
-	}
-	return r.String()
-}
-
-// urlInText matches a URL with a scheme in an error's text, up to the
-// first space or quote: http.Client's errors quote the URL of a request
-// with %q, in which a space or a quote of the URL is escaped.
-var urlInText = regexp.MustCompile(`[A-Za-z][A-Za-z0-9+.-]*://[^\s"'<>\\]+`)
-
-// redactURLsIn returns text with the user info and the value of each
-// query parameter of every URL in it (urlInText) replaced by "xxxxx", as
-// redactURL does, the place (host and path) kept: an import's errors may
-// quote a URL the server wrote (the Location of a redirect, which
-// http.Client follows on the import's origin with 307 and 308, and names
-// as the URL of the next request), with a token in its query or user
-// info. The URL is cut as written, not parsed: one that does not parse
-// is cut all the same.
-func redactURLsIn(text string) string {
-	return urlInText.ReplaceAllStringFunc(text, func(s string) string {
-		scheme, rest, _ := strings.Cut(s, "://")
-		authority, path := rest, ""
-		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-			authority, path = rest[:i], rest[i:]
-		}
-		if user, host, ok := lastCut(authority, "@"); ok {
-			if strings.Contains(user, ":") {
-				authority = "xxxxx:xxxxx@" + host
-			} else {
-				authority = "xxxxx@" + host
-			}
-		}
-		path, fragment, hasFragment := strings.Cut(path, "#")
-		if before, query, ok := strings.Cut(path, "?"); ok && query != "" {
-			path = before + "?" + redactQuery(query)
-		}
-		if hasFragment {
-			path += "#" + fragment
-		}
-		return scheme + "://" + authority + path
-	})
-}
-
-// lastCut is strings.Cut at the last sep in s.
-func lastCut(s, sep string) (before, after string, found bool) {
-	if i := strings.LastIndex(s, sep); i >= 0 {
-		return s[:i], s[i+len(sep):], true
-	}
-	return s, "", false
-}
-
-// redactQuery returns the raw query q with each value replaced by
-// "xxxxx".
-func redactQuery(q string) string {
-	params := strings.Split(q, "&")
-	for i, p := range params {
-		if name, _, ok := strings.Cut(p, "="); ok {
-			params[i] = name + "=xxxxx"
-		} else {
-			params[i] = "xxxxx" // a value alone
-		}
-	}
-	return strings.Join(params, "&")
-}
 
 // Tools are the server's tools as last listed, in the server's order. A
 // tool the server did not change between two lists is the same
@@ -1517,9 +1435,9 @@ func (e sessionEnd) RoundTrip(r *http.Request) (*http.Response, error) {
 // redirect's Location, which the server writes as it likes (a token in
 // its query): an error of CheckRedirect would, as http.Client names the
 // request it would send; what checkRedirect refuses of them is a backstop.
-// Its error past ten redirects does quote that Location, user info and
-// query included: redact cuts them out, as of any URL an import's error
-// quotes (redactURLsIn).
+// Its error past ten redirects does quote that Location, user info,
+// query and fragment included: redact cuts them out, as of any URL an
+// import's error quotes (urlredact.Text).
 func checkRedirect(req *http.Request, via []*http.Request) error {
 	first := via[0]
 	switch {

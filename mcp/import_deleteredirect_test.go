@@ -127,8 +127,9 @@ func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 	}
 }
 
-// redirectToken is a token in the query of a redirect's Location.
-const redirectToken = "location-token-0123456789"
+// redirectToken is a token in the query of a redirect's Location,
+// fragmentToken one in its fragment (as an OAuth server writes it).
+const redirectToken, fragmentToken = "location-token-0123456789", "fragment-token-0123456789"
 
 // redirectTarget starts a server, closed with the test, that answers
 // every request 404 and records its method; it returns the server's URL
@@ -154,7 +155,8 @@ func redirectTarget(t *testing.T) (string, func() []string) {
 // redirects a POST on its own origin with 307 or 308 again and again is
 // followed ten times, as http.Client's default policy does, and Import's
 // error says it stopped after 10 redirects, without quoting the user
-// info or the query of the Location it stopped at (a token in it).
+// info, the query or the fragment of the Location it stopped at (a token
+// in each).
 func TestImport_TooManyRedirectsDoNotQuoteTheLocation(t *testing.T) {
 	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
@@ -163,7 +165,7 @@ func TestImport_TooManyRedirectsDoNotQuoteTheLocation(t *testing.T) {
 			var srv string
 			s := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				i := n.Add(1)
-				to := strings.Replace(srv, "://", "://"+user+"@", 1) + fmt.Sprintf("/mcp%d?token=%s&n=%d", i, redirectToken, i)
+				to := strings.Replace(srv, "://", "://"+user+"@", 1) + fmt.Sprintf("/mcp%d?token=%s&n=%d#access_token=%s", i, redirectToken, i, fragmentToken)
 				http.Redirect(w, r, to, status)
 			})
 			srv = s.URL
@@ -175,7 +177,7 @@ func TestImport_TooManyRedirectsDoNotQuoteTheLocation(t *testing.T) {
 			if want := "stopped after 10 redirects"; !strings.Contains(err.Error(), want) {
 				t.Errorf("Import: %v; want it to say %q", err, want)
 			}
-			for _, shown := range []string{redirectToken, user} {
+			for _, shown := range []string{redirectToken, user, fragmentToken} {
 				if strings.Contains(err.Error(), shown) {
 					t.Errorf("Import: %v; it quotes %q of the redirect's Location", err, shown)
 				}
@@ -189,13 +191,13 @@ func TestImport_TooManyRedirectsDoNotQuoteTheLocation(t *testing.T) {
 // query (a token in it) is followed; when the request to that URL fails
 // (the server drops the connection), Import's error, which quotes the
 // URL of the request that failed, shows the names of the query's
-// parameters but not their values.
+// parameters, and of its fragment's, but not their values.
 func TestImport_FailureAfterARedirectDoesNotQuoteItsQuery(t *testing.T) {
 	for _, status := range []int{http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				if r.URL.Path == "/mcp" {
-					http.Redirect(w, r, "/moved?token="+redirectToken, status)
+					http.Redirect(w, r, "/moved?token="+redirectToken+"#access_token="+fragmentToken, status)
 					return
 				}
 				conn, _, err := http.NewResponseController(w).Hijack()
@@ -210,8 +212,8 @@ func TestImport_FailureAfterARedirectDoesNotQuoteItsQuery(t *testing.T) {
 			if im != nil || err == nil {
 				t.Fatalf("Import: %v, %v; want an error", im, err)
 			}
-			if strings.Contains(err.Error(), redirectToken) {
-				t.Errorf("Import: %v; it quotes the query of the redirect's Location", err)
+			if strings.Contains(err.Error(), redirectToken) || strings.Contains(err.Error(), fragmentToken) {
+				t.Errorf("Import: %v; it quotes the query or fragment of the redirect's Location", err)
 			}
 			if want := "/moved?token=xxxxx"; !strings.Contains(err.Error(), want) {
 				t.Errorf("Import: %v; want it to name the request that failed, %q", err, want)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/internal/syncbuf"
+	"github.com/polyweave/polyweave-go/internal/urlredact"
 )
 
 // failingTrip is a transport whose every request fails with err.
@@ -31,7 +32,7 @@ func TestSessionEnd_FailureShowsNoCredentials(t *testing.T) {
 	}
 	proxy := &url.URL{Scheme: "http", Host: "proxy.example:3128", User: url.UserPassword("me", password)}
 	var logs syncbuf.Buffer
-	im := &Imported{name: redactURL(u), scrub: urlScrubber(u, "", http.ProxyURL(proxy)),
+	im := &Imported{name: urlredact.URL(u), scrub: urlScrubber(u, "", http.ProxyURL(proxy)),
 		opts: ImportOptions{Logger: slog.New(slog.NewTextHandler(&logs, nil))}}
 	im.givenUp, im.giveUp = context.WithCancelCause(context.Background())
 	im.closing, im.shutting = context.WithCancelCause(context.Background())

@@ -3,6 +3,7 @@ package tools
 import (
 	"slices"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/internal/prune"
 	"github.com/polyweave/polyweave-go/messages"
 )
@@ -25,7 +26,11 @@ import (
 // It notes the consumer's frames as the runtime notes them in the
 // router's shell (see note): the rest of a call the model ended, still
 // on its way, opens nothing (in a durable router, whose runtime notes
-// every frame, it opens that call again).
+// every frame, it opens that call again). Of what goes out, it notes
+// only what the runtime noted: a frame the router passed out that went
+// out (see routerLogic.act: the runtime drops the model's frames on a
+// call it answered itself), and the END a supervisor's Resume emitted
+// in the router's stead (see resumeAnswered).
 //
 // It keeps and forgets streams as the runtime does, at the same frames,
 // for a stream it forgot and the runtime kept, or the other way round,
@@ -140,6 +145,17 @@ func (o *consumerCalls) emit(f *messages.Frame) {
 			o.pruneIfFull()
 		}
 		o.lastEmit = stream
+	}
+}
+
+// resumeAnswered notes the answer a supervisor's Resume gave one of the
+// consumer's calls in the router's stead: the runtime emitted an END of
+// that call, or of its stream, which it notes as it notes the router's
+// own (see emitted). What the router passes out of that call from then
+// on the runtime drops, and it is not noted (see routerLogic.act).
+func (o *consumerCalls) resumeAnswered(a actors.ResumeAnswered) {
+	if a.Stream != "" {
+		o.ended(a.Stream, a.ToolCallID)
 	}
 }
 
@@ -387,11 +403,15 @@ func (s *openStream) end(call string) bool {
 // takes it: a second END of a call the model ended (one in done, or one
 // ended past endedMax), or an END with an id the stream never carried
 // while it holds a call (the model's answer to a frame of no call it
-// knows), which nothing tells from the former. An END with the id of
-// the stream's sole call ends the stream, as does any on a stream that
-// holds no call of the consumer's (one the model opened).
+// knows), which nothing tells from the former; so is one of an id the
+// stream never carried beside a call of no id, once the model ended a
+// call there by its id. An END with the id of the stream's sole call
+// ends the stream, as does any on a stream that holds no call of the
+// consumer's (one the model opened), and any on a stream whose calls
+// carry no id, none ended by an id (a prompt): the END of its call,
+// which the model gave an id.
 func (s *openStream) endsAlone(call string) bool {
-	return call != "" && (s.among(call) || call != s.call && (s.call != "" || s.anon))
+	return call != "" && (s.among(call) || call != s.call && (s.call != "" || s.anon && s.spent))
 }
 
 // among reports whether the stream carries the call of tool-call id call

@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd: the model
@@ -31,26 +30,15 @@ func TestStreamingRouter_StreamOpenedAgainByTheModelAfterItsEnd(t *testing.T) {
 	endOfXEndsTheStream(t, conn, got, "b")
 }
 
-// TestStreamingRouter_StreamOfNoIDsEndsAtTheModelsEndOfIt: on stream s,
-// where the consumer's call carries no id (its prompt), the model's END
-// with an id the stream never carried ends none of the consumer's calls
-// there, for the runtime as for the router, and call_m, which the model
-// started there, stays pending; the model's END of no id then ends the
-// stream, and call_m is answered: it is not left pending.
-func TestStreamingRouter_StreamOfNoIDsEndsAtTheModelsEndOfIt(t *testing.T) {
+// TestStreamingRouter_EndOfAnIdClosesAStreamOfNoIdCall: the consumer's
+// prompt on stream s, a TEXT of no id, is a call of no id, the stream's
+// sole call. The model's END with an id of its own there is that call's
+// END, for the runtime, which closes the stream (none of its calls was
+// ended by an id): the router takes it so too. call_m, which the model
+// started there, is answered (invalid arguments) at once, rather than
+// left pending on a stream that is closed.
+func TestStreamingRouter_EndOfAnIdClosesAStreamOfNoIdCall(t *testing.T) {
 	conn, got := startEchoRouter(t, sayModel)
 	send(t, conn, messages.Text("s", "prompt"), messages.Meta("s", "start", nil))
-	send(t, conn, withCall(messages.Meta("s", "end", nil), "zz"))
-	streamUntil(t, conn, "s", isEnd)
-	send(t, conn, messages.Text("p", "probe"))
-	streamUntil(t, conn, "p", isText("probe"))
-	select {
-	case r := <-got:
-		t.Fatalf("after the END of zz, a call the stream never carried, the model got %s: want call_m pending", line(r))
-	default:
-	}
-	send(t, conn, messages.End("s")) // the model echoes it: the stream ends
-	if r := nextResult(t, got); r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
-		t.Fatalf("after the END of the stream, the model got %s: want call_m answered as invalid arguments", line(r))
-	}
+	endEndsCallM(t, conn, got, withCall(messages.Meta("s", "end", nil), "zz"), "the END of zz")
 }

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/polyweave/polyweave-go/messages"
-	"github.com/polyweave/polyweave-go/tools"
 )
 
 // TestStreamingRouter_QuietStreamsForgottenAsTheRuntimeForgetsThem: the
@@ -47,17 +46,6 @@ func TestStreamingRouter_QuietStreamsForgottenAsTheRuntimeForgetsThem(t *testing
 	streamUntil(t, conn, "s", isText("again"))
 	rounds(1000, 1400)
 
-	send(t, conn, withCall(messages.Text("s", "X"), "X"), messages.Meta("s", "start", nil)) // the model starts call_m
-	send(t, conn, withCall(messages.End("s"), "X"))                                         // the model echoes it
-	streamUntil(t, conn, "s", isEnd)
-	send(t, conn, messages.Text("p", "probe")) // the model has what the END brought before it
-	streamUntil(t, conn, "p", isText("probe"))
-	select {
-	case r := <-got:
-		if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
-			t.Fatalf("after the END of X, the model got %s: want call_m answered as invalid arguments", line(r))
-		}
-	default:
-		t.Fatal("after the END of X, the stream's sole call for the runtime, call_m is still pending: no answer came")
-	}
+	send(t, conn, withCall(messages.Text("s", "X"), "X"), messages.Meta("s", "start", nil))                              // the model starts call_m
+	endEndsCallM(t, conn, got, withCall(messages.End("s"), "X"), "the END of X, the stream's sole call for the runtime") // the model echoes it
 }

@@ -194,6 +194,28 @@ func TestStreamingRouter_SecondEndOfTheCallThatClosedItsStreamEndsNothing(t *tes
 	callMRuns(t, conn, got, "s", "the second END of X")
 }
 
+// endEndsCallM writes end on its stream (the model echoes it, or
+// answers it with an END of its own: see sayModel) and checks that the
+// model's END there ended the stream, for the router as for the
+// runtime: call_m, which the model started there, is answered as
+// invalid arguments at once, rather than left pending for an END the
+// model, its stream ended, never sends. what names the END.
+func endEndsCallM(t *testing.T, conn *actors.Conn, got chan *messages.Frame, end *messages.Frame, what string) {
+	t.Helper()
+	send(t, conn, end)
+	streamUntil(t, conn, end.GetStreamId(), isEnd)
+	send(t, conn, messages.Text("p", "probe")) // the model has what the END brought before it
+	streamUntil(t, conn, "p", isText("probe"))
+	select {
+	case r := <-got:
+		if r.GetToolCallId() != "call_m" || tools.KindOf(r) != tools.FailureInvalidArguments {
+			t.Fatalf("after %s, the model got %s: want call_m answered as invalid arguments", what, line(r))
+		}
+	default:
+		t.Fatalf("after %s, which ended the stream for the runtime, call_m is still pending: no answer came", what)
+	}
+}
+
 // callMRuns checks that call_m, which the model started on stream, is
 // still pending after what happened (the model got no result) and that
 // it runs with its arguments once the model completes it.

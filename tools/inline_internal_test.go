@@ -50,7 +50,11 @@ type inlineCtx struct{ actorstest.Recorder }
 
 func (*inlineCtx) ToInner(*messages.Frame)     {}
 func (c *inlineCtx) ToOuter(f *messages.Frame) { c.Emit(f) }
-func (*inlineCtx) Inner() actors.Ref           { return actors.Ref{} }
+func (c *inlineCtx) ToOuterPassed(f *messages.Frame) bool {
+	c.Emit(f)
+	return true
+}
+func (*inlineCtx) Inner() actors.Ref { return actors.Ref{} }
 
 // TestCallInline_Allocations: an inline call of a typed tool with a flat
 // result allocates its context, its result frame and the result's bytes:

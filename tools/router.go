@@ -313,7 +313,9 @@ func (r *routerLogic) Response(c actors.WrapperContext, f *messages.Frame) {
 // the streams the model opens, and the end of a stream, or of one of the
 // consumer's calls there, that f may be. An END the router keeps in (a
 // durable router's on a closed stream) ends nothing for the runtime,
-// which never sees it, nor for the router.
+// which never sees it, nor for the router; nor does a frame the runtime
+// drops (see actors.WrapperContext.ToOuterPassed): the model's frames on
+// a call a supervisor's Resume answered, say.
 func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions []Decision) {
 	t := f.GetType()
 	stream, call := f.GetStreamId(), f.GetToolCallId()
@@ -333,8 +335,9 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 			}
 			r.d.reject(c, d.Frame, d.Message)
 		default:
-			c.ToOuter(d.Frame)
-			r.calls.emitted(d.Frame)
+			if c.ToOuterPassed(d.Frame) {
+				r.calls.emitted(d.Frame)
+			}
 		}
 	}
 	if !ends {
@@ -346,8 +349,17 @@ func (r *routerLogic) act(c actors.WrapperContext, f *messages.Frame, decisions 
 	}
 }
 
-// HandleMessage implements actors.MessageHandler.
-func (r *routerLogic) HandleMessage(c actors.WrapperContext, msg any) { r.d.handle(c, msg) }
+// HandleMessage implements actors.MessageHandler. The END a supervisor's
+// Resume emitted in the router's stead, answering one of the consumer's
+// calls, ends that call, or its stream, as the END of the router's own
+// (see consumerCalls.resumeAnswered).
+func (r *routerLogic) HandleMessage(c actors.WrapperContext, msg any) {
+	if a, ok := msg.(actors.ResumeAnswered); ok {
+		r.calls.resumeAnswered(a)
+		return
+	}
+	r.d.handle(c, msg)
+}
 
 // runnerDefaultName is the default name of call runners.
 const runnerDefaultName = "tool-runner"

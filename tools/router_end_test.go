@@ -17,13 +17,21 @@ import (
 // TOOL_RESULTs written into the model.
 func startEchoRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
 	t.Helper()
+	spec, got := echoRouter(t, model)
+	return start(t, newRuntime(t), spec), got
+}
+
+// echoRouter returns the spec of startEchoRouter's router, and the
+// channel of the TOOL_RESULTs written into its model.
+func echoRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (actors.Spec, chan *messages.Frame) {
+	t.Helper()
 	_, tool := newArgsTool(t)
 	got := make(chan *messages.Frame, 16)
 	spec, err := tools.NewStreamingRouter(model(got), &tools.RouterOptions{Name: "router", Tools: []*tools.Tool{tool}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return start(t, newRuntime(t), spec), got
+	return spec, got
 }
 
 // startWithTwoCalls is startEchoRouter, with calls x and y of the

@@ -166,3 +166,16 @@ func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
 	}
 	modeltest.CheckRetriesRedacted(t, sse(messageStart(1, 0, 0), textStart(0), textDelta(0, "Hi"), blockStop(0), messageDelta("end_turn", 1), messageStop), withKey, adapter(t, anthropic.Options{MaxRetries: anthropic.NoRetries}))
 }
+
+// A request the server redirects to another origin is refused, and not
+// retried: the SDK retries a request that failed without a response, but
+// the refusal is permanent, and a retry would only send the prompt to the
+// server again.
+func TestAdapter_RefusedRedirectIsNotRetried(t *testing.T) {
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			rg := newRig(t, anthropic.Options{MaxRetries: 2}, modeltest.RedirectAway(status))
+			modeltest.WantRedirectRefusedOnce(t, rg, rg.Ask("s1", userAsk))
+		})
+	}
+}

@@ -86,8 +86,8 @@ type Options struct {
 	// bottom sends them with the request's context. A request redirected
 	// to another origin (scheme, host or port) is not followed, whatever
 	// the status: its body, the prompt, is for the API's server alone; the
-	// answer fails, permanently, saying the method and the status (not
-	// the place the redirect points to). A client given with a
+	// answer fails, permanently and without a retry, saying the method
+	// and the status (not the place the redirect points to). A client given with a
 	// CheckRedirect of its own has it decide instead, and a redirect it
 	// lets through goes to the other origin without the headers that may
 	// carry credentials (Authorization, X-Api-Key, Api-Key, any whose name

@@ -477,6 +477,30 @@ func GatewayErrorPage() Handler {
 	}
 }
 
+// RedirectAway returns a handler answering every request with a
+// redirect of status to another origin (a host that is never reached),
+// which an adapter's client refuses rather than follow.
+func RedirectAway(status int) Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		http.Redirect(w, r, "https://elsewhere.invalid/v1", status)
+	}
+}
+
+// WantRedirectRefusedOnce checks that r, the answer of rg's adapter (one
+// that retries, MaxRetries above zero) to [RedirectAway], failed saying
+// the server redirected the request to another origin, after the one
+// request the server got: the refusal is permanent, and no retry sends
+// the prompt again.
+func WantRedirectRefusedOnce(t testing.TB, rg *Rig, r *models.Response) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "redirected the POST") || !strings.Contains(r.Error, "to another origin") {
+		t.Errorf("failed %v with %q, want the refused redirect", r.Failed, r.Error)
+	}
+	if n := rg.Requests(); n != 1 {
+		t.Errorf("the server got %d requests; want 1: a refused redirect is not retried", n)
+	}
+}
+
 // WantStatusDescribed checks that r, the answer to [GatewayErrorPage]
 // from a server reached at a base URL holding the user info
 // "user:"+password, failed with an error that says the status, the

@@ -31,7 +31,10 @@ var (
 // is the start of the message, or, when the object has none, the quoted
 // start of the object.
 type ServerError struct {
-	// Raw is the error object as received.
+	// Raw is the error object as received. In the error of an answer, it
+	// is the object with the request's credentials cut out of its strings
+	// as they read decoded (and of its numbers), as the answer's text has
+	// them cut out: valid JSON, compact, in the order it came.
 	Raw json.RawMessage
 	// Message is its "message" field, when it has one.
 	Message string

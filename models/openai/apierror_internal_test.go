@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +75,51 @@ func TestAnswer_ServerErrorHasTheKeyCutOut(t *testing.T) {
 	}
 	if se.Message != "bad key [redacted]" || strings.Contains(string(se.Raw), key) || strings.Contains(err.Error(), key) {
 		t.Errorf("error %q, ServerError %q %s; want the key cut out", err, se.Message, se.Raw)
+	}
+}
+
+// TestAnswer_ServerErrorRawIsJSON: the Raw of a *ServerError, its
+// credentials cut out, is valid JSON whatever the server quoted, and
+// holds the credential in no form a JSON reader gets back: a short key
+// that stands as a JSON number (cut out of the text as a word, it would
+// leave "code":[redacted]), and a key the server wrote with its '/'
+// escaped as "\/" (as PHP's json_encode does), which the text does not
+// show as it is but the object decoded does.
+func TestAnswer_ServerErrorRawIsJSON(t *testing.T) {
+	for _, c := range []struct{ name, key, event string }{
+		{"number", "73519", `{"error":{"message":"bad key 73519","code":73519}}`},
+		{"escaped", "sk-proj/quoted-0123456789", `{"error":{"message":"bad key sk-proj\/quoted-0123456789","type":"server_error"}}`},
+		{"quoted", "sk-proj-quoted-0123456789", `{"error":{"message":"bad key \"sk-proj-quoted-0123456789\" <here>","type":"server_error"}}`},
+		{"message alone", "sk-proj-quoted-0123456789", `{"error":"bad key sk-proj-quoted-0123456789"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write([]byte("data: " + c.event + "\n\n"))
+			}))
+			defer srv.Close()
+			err := answerErr(t, srv, c.key)
+			var se *ServerError
+			if !errors.As(err, &se) {
+				t.Fatalf("answer: %v; want a *ServerError", err)
+			}
+			if !json.Valid(se.Raw) {
+				t.Fatalf("Raw %s is not valid JSON", se.Raw)
+			}
+			var decoded any
+			if err := json.Unmarshal(se.Raw, &decoded); err != nil {
+				t.Fatal(err)
+			}
+			again, _ := json.Marshal(decoded)
+			for what, text := range map[string]string{"Raw": string(se.Raw), "Raw decoded": fmt.Sprint(decoded), "Raw decoded and encoded": string(again), "Message": se.Message, "error": err.Error()} {
+				if strings.Contains(text, c.key) {
+					t.Errorf("%s shows the key: %s", what, text)
+				}
+			}
+			if !strings.Contains(string(se.Raw), "bad key [redacted]") && !strings.Contains(string(se.Raw), `bad key \"[redacted]\"`) {
+				t.Errorf("Raw %s; want the server's message, the key cut out", se.Raw)
+			}
+		})
 	}
 }
 

@@ -260,3 +260,16 @@ func TestAdapter_RetryEventsAreRedacted(t *testing.T) {
 	}
 	modeltest.CheckRetriesRedacted(t, sse(content("Hi"), finish("stop")), withKey, adapter(t, openai.Options{MaxRetries: openai.NoRetries}))
 }
+
+// A request the server redirects to another origin is refused, and not
+// retried: the SDK retries a request that failed without a response, but
+// the refusal is permanent, and a retry would only send the prompt to the
+// server again.
+func TestAdapter_RefusedRedirectIsNotRetried(t *testing.T) {
+	for _, status := range []int{http.StatusFound, http.StatusTemporaryRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			rg := newRig(t, openai.Options{MaxRetries: 2}, modeltest.RedirectAway(status))
+			modeltest.WantRedirectRefusedOnce(t, rg, rg.Ask("s1", userAsk))
+		})
+	}
+}

@@ -73,8 +73,8 @@ type Options struct {
 	// bottom sends them with the request's context. A request redirected
 	// to another origin (scheme, host or port) is not followed, whatever
 	// the status: its body, the prompt, is for the API's server alone; the
-	// answer fails, permanently, saying the method and the status (not
-	// the place the redirect points to). A client given with a
+	// answer fails, permanently and without a retry, saying the method
+	// and the status (not the place the redirect points to). A client given with a
 	// CheckRedirect of its own has it decide instead, and a redirect it
 	// lets through goes to the other origin without the headers that may
 	// carry credentials (Authorization, X-Api-Key, Api-Key, any whose name
@@ -213,7 +213,7 @@ func (m *Model) stream(ctx context.Context, streamID string, body []byte, emit f
 			// The server's words, which may quote the key: a copy with
 			// the credentials cut out is what a caller reaches.
 			redact := func(s string) string { return httpadapter.Redact(ctx, s) }
-			return nil, httpadapter.Scrubbed(&ServerError{Raw: json.RawMessage(redact(string(se.Raw))), Message: redact(se.Message)})
+			return nil, httpadapter.Scrubbed(&ServerError{Raw: httpadapter.RedactJSON(ctx, se.Raw), Message: redact(se.Message)})
 		}
 		if err != nil {
 			return nil, err

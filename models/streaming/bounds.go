@@ -86,6 +86,12 @@ func (t *touchingBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// End ends the answer's context with cause, as a bound ends it: for a
+// failure that no other attempt would mend (a client's retries, which
+// stop once the context has ended, would repeat it), so that the
+// answer's error is cause (see Fail).
+func (b *Bounds) End(cause error) { b.cancel(cause) }
+
 // Fail wraps err with op, replacing it with the cause of the context's
 // end when a bound (or the caller) ended it: that is what tells why.
 func (b *Bounds) Fail(op string, err error) error {

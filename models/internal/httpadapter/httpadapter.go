@@ -7,6 +7,7 @@
 package httpadapter
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"golang.org/x/net/idna"
 
 	"github.com/polyweave/polyweave-go/internal/origin"
+	"github.com/polyweave/polyweave-go/internal/urlredact"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/resilience"
@@ -65,7 +67,8 @@ type Config struct {
 	// which may be a token (https://TOKEN@host/): whole when it has 8
 	// bytes or more, and only where it is quoted as a credential when
 	// shorter (a short user name is no token). The user info of every
-	// URL an error names is cut out, whatever it holds (cutUserInfo).
+	// URL an error names is cut out, whatever it holds, and so are the
+	// values of its query and fragment (internal/urlredact).
 	BaseURL string
 }
 
@@ -177,8 +180,14 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 		return res, err
 	}
 	_ = res.Body.Close()
-	return nil, models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+	err = models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
 		r.Method, res.StatusCode, http.StatusText(res.StatusCode)))
+	// The SDKs retry a request that failed without a response, whatever
+	// the error: the answer ends here, which stops them.
+	if b, ok := r.Context().Value(boundsKey{}).(*streaming.Bounds); ok {
+		b.End(err)
+	}
+	return nil, err
 }
 
 // leavesOrigin reports whether res, the answer to r, is a redirect
@@ -239,11 +248,19 @@ func (e *Endpoint) Close() {
 // Bound returns the bounds of one answer (streaming.Bound with the
 // endpoint's timeouts) and the context to make its request with. Sent
 // through an SDK client with [BetweenRetries] as middleware, the request's
-// idle clock stands during the SDK's waits before a retry.
+// idle clock stands during the SDK's waits before a retry. A request
+// made with it that the endpoint's client refuses to follow to another
+// origin (see sameOriginRedirects) ends the answer, with that refusal as
+// its cause (Bounds.Fail gives it): the SDKs retry any request that
+// failed without a response, and would send the prompt again for
+// nothing.
 func (e *Endpoint) Bound(ctx context.Context) (*streaming.Bounds, context.Context) {
 	b, ctx := streaming.Bound(ctx, e.timeout, e.idle)
+	ctx = context.WithValue(ctx, boundsKey{}, b)
 	return b, context.WithValue(ctx, retryWaitKey{}, &retryWait{})
 }
+
+type boundsKey struct{}
 
 // BetweenRetries is the SDK middleware (called for each attempt of a
 // request) that stops the idle clock of a request made with
@@ -339,9 +356,12 @@ func (e *Endpoint) Logger(ctx context.Context) *slog.Logger {
 // headers its GetProxyConnectHeader returns (which it sends a proxy in
 // the CONNECT of an https request, where no trace hears them) are cut
 // out of the text of send's errors and of the retry events' (some
-// servers and proxies quote the credentials they refuse), and the query
-// string and the user info (whatever it holds) out of the URLs they name. Credentials a transport sends other
-// than through an *http.Transport, with the request's context, are not
+// servers and proxies quote the credentials they refuse); so are the
+// query strings of the request's URLs, and the user info (whatever it
+// holds) and the values of the query and fragment of every URL they
+// name, one the server wrote too (a redirect's Location), by the rule
+// of internal/urlredact. Credentials a transport sends other than
+// through an *http.Transport, with the request's context, are not
 // seen; nor are the headers of a GetProxyConnectHeader that returns
 // other credentials each time it is called (see [Credentials]). The
 // error Answer returns does not unwrap to send's, whose errors may hold
@@ -377,10 +397,99 @@ func Redact(ctx context.Context, text string) string {
 	return text
 }
 
+// RedactJSON returns raw, a JSON value of an error of the request of
+// ctx (an error object a server sent), with what [Redact] cuts out cut
+// out of each of its strings (keys and values, as they read decoded: a
+// server may escape a credential's characters, "\/" for '/') and of
+// each of its numbers (one that held a credential becomes the string its
+// text is cut to), its structure kept: valid JSON, compact, in the
+// order it came. When raw is not valid JSON, or a credential stands
+// across its strings (where no one string holds it), it is the JSON
+// string of raw's text cut as Redact cuts it.
+func RedactJSON(ctx context.Context, raw []byte) json.RawMessage {
+	redact := func(s string) string { return Redact(ctx, s) }
+	out, err := redactJSON(raw, redact)
+	if err == nil && redact(string(out)) == string(out) {
+		return out
+	}
+	text, _ := json.Marshal(redact(string(raw))) // a string always encodes
+	return text
+}
+
+// redactJSON returns the JSON value raw with redact applied to each of
+// its strings and numbers, as RedactJSON says.
+func redactJSON(raw []byte, redact func(string) string) (json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	writeString := func(s string) {
+		_ = enc.Encode(s)           // a string always encodes
+		out.Truncate(out.Len() - 1) // Encode's newline
+	}
+	type open struct {
+		object bool
+		n      int // the keys and values written in it
+	}
+	var stack []open
+	values := 0 // at the top
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			out.WriteByte(byte(d))
+			continue
+		}
+		if len(stack) == 0 {
+			if values++; values > 1 {
+				return nil, errors.New("more than one JSON value")
+			}
+		} else {
+			top := &stack[len(stack)-1]
+			switch {
+			case top.object && top.n%2 == 1:
+				out.WriteByte(':')
+			case top.n > 0:
+				out.WriteByte(',')
+			}
+			top.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			out.WriteByte(byte(v))
+			stack = append(stack, open{object: v == '{'})
+		case string:
+			writeString(redact(v))
+		case json.Number:
+			if r := redact(v.String()); r != v.String() {
+				writeString(r)
+			} else {
+				out.WriteString(r)
+			}
+		case bool:
+			out.WriteString(strconv.FormatBool(v))
+		case nil:
+			out.WriteString("null")
+		}
+	}
+	if values == 0 || !json.Valid(out.Bytes()) {
+		return nil, errors.New("not a JSON value")
+	}
+	return out.Bytes(), nil
+}
+
 // redact returns text with the credentials of e and sent cut out, the
-// query strings of the URLs sent, and the user info of every URL.
+// query strings of the URLs sent, and the user info and the values of
+// the query and fragment of every URL (urlredact.Text: a URL may be one
+// the server wrote, a redirect's Location http.Client names).
 func (e *Endpoint) redact(text string, sent *credentials) string {
-	text = cutUserInfo(text)
 	sent.mu.Lock()
 	queries := slices.Clone(sent.queries)
 	secrets := append(slices.Clone(e.fixed.secrets), sent.secrets...)
@@ -389,6 +498,7 @@ func (e *Endpoint) redact(text string, sent *credentials) string {
 	for _, q := range queries {
 		text = strings.ReplaceAll(text, "?"+q, "") // as http.Client's errors name the URL
 	}
+	text = urlredact.Text(text)
 	for _, name := range names {
 		if len(name) >= minSecret {
 			text = redact(text, name)
@@ -702,53 +812,6 @@ func configCredentials(c Config) *credentials {
 		all.userinfo(u.User)
 	}
 	return all
-}
-
-// cutUserInfo returns text with the user info of each URL it names
-// ("scheme://user:password@host/...") replaced by "[redacted]", the host
-// and what follows it kept. The user info is cut out whatever it holds:
-// a user name too short to be cut out wherever it stands ("me"), one
-// escaped as url.URL.String writes it (a token with a '/': "tok%2Fen"),
-// where the name noted is unescaped, a password as an SDK's error quotes
-// the request's URL (whole), and the user info of a URL the error names
-// that is not the request's (where a server redirected the client). The
-// URL's authority runs to the first '/', '?' or '#', space, quote or
-// backslash (as a URL is quoted in an error's text), and its user info
-// to the last '@' in it, as url.Parse reads it.
-func cutUserInfo(text string) string {
-	var b strings.Builder
-	done := 0 // text[:done] is in b
-	for i := 0; ; {
-		j := strings.Index(text[i:], "://")
-		if j < 0 {
-			break
-		}
-		start := i + j + len("://")
-		end := strings.IndexFunc(text[start:], endsAuthority)
-		if end < 0 {
-			end = len(text)
-		} else {
-			end += start
-		}
-		i = end
-		at := strings.LastIndexByte(text[start:end], '@')
-		if at < 0 {
-			continue
-		}
-		b.WriteString(text[done:start])
-		b.WriteString(redacted)
-		done = start + at // from the '@'
-	}
-	if done == 0 {
-		return text
-	}
-	return b.String() + text[done:]
-}
-
-// endsAuthority reports whether r ends the authority of a URL in an
-// error's text.
-func endsAuthority(r rune) bool {
-	return strings.ContainsRune("/?#\"'`<>", r) || unicode.IsSpace(r) || !unicode.IsPrint(r)
 }
 
 // redact returns text with secret, of at least minSecret bytes, cut out:

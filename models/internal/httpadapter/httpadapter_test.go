@@ -1,6 +1,7 @@
 package httpadapter
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -155,5 +156,49 @@ func TestCredentials_HeaderValues(t *testing.T) {
 		if got := Open(Config{}).redact(c.text, sent); got != c.want {
 			t.Errorf("%s: %s: %q redacted to %q, want %q", c.name, c.value, c.text, got, c.want)
 		}
+	}
+}
+
+// TestRedactJSON: a JSON value has its strings (keys and values, as they
+// read decoded) and numbers cut, its structure and order kept, compact;
+// a number that held a credential becomes a string. What is not one
+// JSON value, and a value whose credential stands across its strings,
+// becomes the JSON string of its text, cut.
+func TestRedactJSON(t *testing.T) {
+	const key = "sk-secret-0123456789"
+	cut := func(s string) string {
+		s = strings.ReplaceAll(s, key, redacted)
+		return redactWord(s, "4711")
+	}
+	ctx := context.WithValue(context.Background(), redactKey{}, cut)
+	for _, c := range []struct{ raw, want string }{
+		{`{"message":"bad key sk-secret-0123456789","code":4711}`, `{"message":"bad key [redacted]","code":"[redacted]"}`},
+		{`{"message":"bad key sk-secret\/0123456789"}`, `{"message":"bad key sk-secret/0123456789"}`},
+		{`{"message":"bad key sk-secret\u002d0123456789"}`, `{"message":"bad key [redacted]"}`},
+		{"{ \"b\": [1, 2.5e3, true, false, null, {}, []],\n \"a\": {\"sk-secret-0123456789\": \"<x> & y\"} }",
+			`{"b":[1,2.5e3,true,false,null,{},[]],"a":{"[redacted]":"<x> & y"}}`},
+		{`"bad key sk-secret-0123456789"`, `"bad key [redacted]"`},
+		{`47110`, `47110`},
+		{`4711`, `"[redacted]"`},
+		{`{"a":"sk-secret-","b":"0123456789"}`, `{"a":"sk-secret-","b":"0123456789"}`},
+		{`{"a":"sk-secret-01234","b":"sk-secret-0123456789"}`, `{"a":"sk-secret-01234","b":"[redacted]"}`},
+		{`["sk-secret-012345`, `"[\"sk-secret-012345"`},
+		{`{"a":1} {"b":"sk-secret-0123456789"}`, `"{\"a\":1} {\"b\":\"[redacted]\"}"`},
+		{`{"a":"sk-secret-0123456789`, `"{\"a\":\"[redacted]"`},
+		{`{"k":"sk-secret-0123","x":"456789"}`, `{"k":"sk-secret-0123","x":"456789"}`},
+	} {
+		got := RedactJSON(ctx, []byte(c.raw))
+		if string(got) != c.want {
+			t.Errorf("RedactJSON(%s) = %s; want %s", c.raw, got, c.want)
+		}
+		if !json.Valid(got) {
+			t.Errorf("RedactJSON(%s) = %s, not valid JSON", c.raw, got)
+		}
+	}
+	// A key across two strings, which the text shows whole: the text, cut.
+	across := `["sk-secret-","0123456789"]`
+	ctx = context.WithValue(context.Background(), redactKey{}, func(s string) string { return strings.ReplaceAll(s, `sk-secret-","0123456789`, redacted) })
+	if got, want := string(RedactJSON(ctx, []byte(across))), `"[\"[redacted]\"]"`; got != want {
+		t.Errorf("RedactJSON(%s) = %s; want %s", across, got, want)
 	}
 }

@@ -359,40 +359,20 @@ func TestAnswer_CutsTheUserInfoOutOfEveryURL(t *testing.T) {
 	} {
 		for _, inConfig := range []bool{false, true} {
 			t.Run(fmt.Sprint(user, "/in config=", inConfig), func(t *testing.T) {
-				before := goleak.IgnoreCurrent()
-				srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-					if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-						_ = conn.Close() // http.Client's error names the URL
+				var base string
+				err := postAnswerErr(t, hangUp, func(srvURL string) (cfg httpadapter.Config, target string) {
+					base = strings.Replace(srvURL, "://", "://"+user+"@", 1) + "/v1"
+					if inConfig {
+						cfg.BaseURL = base
 					}
-				}))
-				client := srv.Client()
-				defer func() {
-					client.CloseIdleConnections()
-					srv.Close()
-					leakcheck.VerifyNone(t, before)
-				}()
-				base := strings.Replace(srv.URL, "://", "://"+user+"@", 1) + "/v1"
-				u, err := url.Parse(base)
-				if err != nil {
-					t.Fatal(err)
-				}
-				cfg := httpadapter.Config{HTTPClient: client}
-				if inConfig {
-					cfg.BaseURL = base
-				}
-				e := httpadapter.Open(cfg)
-				answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
-					func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
-						req, err := http.NewRequestWithContext(ctx, http.MethodPost, base, nil)
-						if err != nil {
-							return nil, err
-						}
-						_, err = httpadapter.Credentials(req, client.Do)
-						return nil, fmt.Errorf("POST %q: %w", req.URL, err) // as the SDKs quote it
-					})
-				_, err = answer(context.Background(), &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
+					return cfg, base
+				})
 				if err == nil {
 					t.Fatal("no error")
+				}
+				u, perr := url.Parse(base)
+				if perr != nil {
+					t.Fatal(perr)
 				}
 				password, _ := u.User.Password()
 				shown := []string{"//" + user + "@", "//" + u.User.String() + "@", "//" + u.User.Username() + "@", "//" + u.User.Username() + ":"}
@@ -404,10 +384,82 @@ func TestAnswer_CutsTheUserInfoOutOfEveryURL(t *testing.T) {
 						t.Errorf("error %q shows %q of the URL's user info", err, s)
 					}
 				}
-				if host := strings.TrimPrefix(srv.URL, "http://"); strings.Count(err.Error(), "@"+host+"/v1") != 2 {
+				if strings.Count(err.Error(), "@"+u.Host+"/v1") != 2 {
 					t.Errorf("error %q; want the host and path of the URL in both its quotes, past its user info cut out", err)
 				}
 			})
 		}
 	}
+}
+
+// TestAnswer_CutsTheQueryAndFragmentValuesOfARedirectsLocation: a
+// request the server redirects on its own origin with 307 is followed,
+// and when the request to the redirect's Location fails (the server
+// hangs up), http.Client's error quotes that Location as the server
+// wrote it: a token in its query, which the request did not send and
+// no credential rule knows by name, and one in its fragment. The error
+// keeps the path and the parameters' names, and cuts their values.
+func TestAnswer_CutsTheQueryAndFragmentValuesOfARedirectsLocation(t *testing.T) {
+	const queryToken, fragmentToken = "location-token-0123456789", "fragment-token-0123456789"
+	err := postAnswerErr(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1" {
+			http.Redirect(w, r, "/moved?sig="+queryToken+"#access_token="+fragmentToken, http.StatusTemporaryRedirect)
+			return
+		}
+		hangUp(w, r)
+	}, func(srvURL string) (httpadapter.Config, string) {
+		return httpadapter.Config{BaseURL: srvURL + "/v1"}, srvURL + "/v1"
+	})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, s := range []string{queryToken, fragmentToken} {
+		if strings.Contains(err.Error(), s) {
+			t.Errorf("error %q shows %q of the redirect's Location", err, s)
+		}
+	}
+	if want := "/moved?sig=xxxxx#access_token=xxxxx\": EOF"; !strings.Contains(err.Error(), want) {
+		t.Errorf("error %q; want it to name the request that failed, %q", err, want)
+	}
+}
+
+// hangUp closes the connection of the request without an answer: the
+// client's error names the URL.
+func hangUp(w http.ResponseWriter, _ *http.Request) {
+	if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+		_ = conn.Close()
+	}
+}
+
+// postAnswerErr starts a server answering with handler and returns the
+// error of an answer of the endpoint opened with the Config setup makes
+// of the server's URL (on the server's client), whose send POSTs to the
+// target setup makes of it, through [httpadapter.Credentials] and the
+// endpoint's client, and quotes the request's URL in its error as the
+// SDKs do. The server is closed, and goroutines checked for leaks,
+// before it returns.
+func postAnswerErr(t *testing.T, handler http.HandlerFunc, setup func(srvURL string) (cfg httpadapter.Config, target string)) error {
+	t.Helper()
+	before := goleak.IgnoreCurrent()
+	srv := httptest.NewServer(handler)
+	client := srv.Client()
+	defer func() {
+		client.CloseIdleConnections()
+		srv.Close()
+		leakcheck.VerifyNone(t, before)
+	}()
+	cfg, to := setup(srv.URL)
+	cfg.HTTPClient = client
+	e := httpadapter.Open(cfg)
+	answer := e.Answer(func(*models.Request) ([]byte, error) { return nil, nil },
+		func(ctx context.Context, _ string, _ []byte, _ func(*messages.Frame)) ([]*messages.Frame, error) {
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, nil)
+			if err != nil {
+				return nil, err
+			}
+			_, err = httpadapter.Credentials(req, e.HTTPClient().Do)
+			return nil, fmt.Errorf("POST %q: %w", req.URL, err)
+		})
+	_, err := answer(context.Background(), &models.Request{StreamID: "s1"}, func(*messages.Frame) {})
+	return err
 }

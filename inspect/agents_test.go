@@ -22,12 +22,7 @@ import (
 // when the test ends.
 func inspectedStore(t *testing.T, opts *inspect.Options) (*actors.Runtime, *inspect.Inspector, durability.Store) {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
+	rt, in := inspected(t, nil, opts)
 	inner := memstore.New(nil)
 	t.Cleanup(func() { inner.Close() })
 	return rt, in, in.Store(inner)

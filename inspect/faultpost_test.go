@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/inspect"
 )
 
@@ -41,12 +40,7 @@ func newRemoteFaultInspector(t *testing.T) *inspect.Inspector {
 
 func newFaultInspectorWith(t *testing.T, opts *inspect.Options) *inspect.Inspector {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, nil)
-	in, err := inspect.New(rt, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
+	_, in := inspected(t, nil, opts)
 	return in
 }
 

@@ -44,6 +44,19 @@ type rig struct {
 	srv  *httptest.Server
 }
 
+// inspected returns a runtime made with rtOpts and an inspector of it
+// made with opts, both closed when the test ends.
+func inspected(t *testing.T, rtOpts *actors.RuntimeOptions, opts *inspect.Options) (*actors.Runtime, *inspect.Inspector) {
+	t.Helper()
+	rt := actorstest.NewRuntime(t, rtOpts)
+	in, err := inspect.New(rt, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(in.Close)
+	return rt, in
+}
+
 func testCtx(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -785,12 +798,7 @@ type crashRig struct {
 
 func newCrashRig(t *testing.T, opts *actors.RuntimeOptions, boom error) *crashRig {
 	t.Helper()
-	rt := actorstest.NewRuntime(t, opts)
-	in, err := inspect.New(rt, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(in.Close)
+	rt, in := inspected(t, opts, nil)
 	r := &crashRig{rt: rt, in: in, child: make(chan actors.Ref, 1), failing: make(chan struct{}),
 		stopped: make(chan actors.ActorEvent, 1)}
 	released := make(chan struct{})
@@ -831,6 +839,7 @@ func newCrashRig(t *testing.T, opts *actors.RuntimeOptions, boom error) *crashRi
 			r.stopped <- ev
 		}
 	}))
+	var err error
 	if r.lead, err = rt.Spawn(lead); err != nil {
 		t.Fatal(err)
 	}

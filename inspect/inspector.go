@@ -136,7 +136,8 @@ type Inspector struct {
 	decided     [stoppedRing]decision
 	decidedNext int
 	// failures are the times of the last failures reported of the live
-	// actors that failed (see failureSeen).
+	// actors whose past the inspector knows (zero: none), each dropped at
+	// its stop (see failureReported, failureNews).
 	failures map[string]time.Time
 	models   map[string]bool // spec names of the observed model adapters
 	modelsBy map[string]*modelObserver
@@ -169,6 +170,12 @@ type Inspector struct {
 // New makes an inspector of rt and starts watching it. Close stops
 // watching and ends the event streams.
 func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
+	return newInspector(rt, o, nil)
+}
+
+// newInspector is New; watching, when set (by tests), is called once
+// the inspector watches the runtime, before it reads the actors alive.
+func newInspector(rt *actors.Runtime, o *Options, watching func()) (*Inspector, error) {
 	if rt == nil {
 		return nil, errors.New("inspect: nil runtime")
 	}
@@ -204,12 +211,17 @@ func New(rt *actors.Runtime, o *Options) (*Inspector, error) {
 		stores: map[string]storePosition{}, log: newLog()}
 	in.closing, in.endClosing = context.WithCancel(context.Background())
 	in.unwatch = append(in.unwatch, rt.WatchActors(in.actorEvent), rt.WatchSupervision(in.supervisionEvent))
+	if watching != nil {
+		watching()
+	}
 	// The failures reported before: a stop reporting one of them is no
 	// news. Read after watching, so that none is missed; an event
-	// watched already is newer (and written under in.mu).
+	// watched already is newer (and written under in.mu). An actor that
+	// stopped between the two is in neither: its past is not known, and
+	// its stop tells nothing (see failureNews).
 	in.mu.Lock()
 	for _, a := range rt.Actors() {
-		if _, ok := in.failures[a.ID]; !ok && a.LastFailure != nil {
+		if _, ok := in.failures[a.ID]; !ok {
 			in.failures[a.ID] = a.LastFailureAt
 		}
 	}
@@ -424,26 +436,46 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		// reported by no event before, and the decision, taken after,
 		// is told to no one when it is a restart. The feed says so.
 		delete(in.flashes, a.ID)
-		if a.LastFailure != nil && !in.failureSeen(a) {
+		if in.failureNews(a) {
 			in.addFeed(FeedItem{Time: ev.Time, Kind: "stop", Actor: a.ID, Alert: true,
 				Text: fmt.Sprintf("%s stopped after failing, before its supervisor decided%s", a.ID, failureSuffix(a.LastFailure))})
 		}
 		delete(in.failures, a.ID)
 		in.actorEnded(a, ev.Time)
 	}
-	if a.LastFailure != nil && a.State != actors.ActorStopped {
-		in.failures[a.ID] = a.LastFailureAt
+	if a.State != actors.ActorStopped {
+		in.failureReported(a)
 	}
 	in.mu.Unlock()
 	in.changed()
 }
 
-// failureSeen reports whether a's last failure, as its stop reports it,
-// was reported before (by its supervisor's decision, which comes before
-// the restart or stop it leads to, or by a restart); in.mu must be held.
-func (in *Inspector) failureSeen(a actors.ActorInfo) bool {
-	at, ok := in.failures[a.ID]
-	return ok && at.Equal(a.LastFailureAt)
+// failureReported keeps the last failure a reports, live, if the
+// inspector knows its past: from its start, or from when the inspector
+// read the actors alive (New). An event of an actor that stopped
+// meanwhile (a supervisor's decision about it, reported on the
+// supervisor's goroutine, may come after its stop) leaves nothing
+// behind. in.mu must be held.
+func (in *Inspector) failureReported(a actors.ActorInfo) {
+	if a.State == actors.ActorRunning && a.Restarts == 0 && a.LastFailure == nil {
+		in.failures[a.ID] = time.Time{} // started: no failure yet
+	} else if _, known := in.failures[a.ID]; known {
+		in.failures[a.ID] = a.LastFailureAt
+	}
+}
+
+// failureNews reports whether a, stopped, reports a failure that no
+// event reported before (its supervisor's decision comes before the
+// restart or stop it leads to, and a restart reports the failure it
+// follows). An actor whose past is not known, one that stopped as the
+// inspector started (before it read the actors alive), is no news: the
+// failure it reports may be an old one. in.mu must be held.
+func (in *Inspector) failureNews(a actors.ActorInfo) bool {
+	if a.LastFailure == nil {
+		return false
+	}
+	at, known := in.failures[a.ID]
+	return known && !at.Equal(a.LastFailureAt)
 }
 
 // decision is a supervisor's decision about a failure of child, for

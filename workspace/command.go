@@ -216,7 +216,7 @@ func (w *Workspace) startFailure(err error) string {
 		why = "its sandbox would hide more paths than a sandbox can (sandbox.MaxHidden); no command can run until " +
 			"matches of the paths to hide are removed, and commands cannot remove them: they must be removed by the host"
 	case errors.Is(err, sandbox.ErrHiddenMoved):
-		why = "a path to hide in the workspace was moved or replaced from outside the sandboxes since the workspace " +
+		why = "a path to hide in the workspace was moved or replaced from outside the file tools since the workspace " +
 			"was opened, and no command runs until the host puts it back or opens the workspace again"
 	case errors.Is(err, sandbox.ErrPreparedStale):
 		why = "paths to hide changed twice as the command started (something keeps changing them: try again once it is done)"

@@ -24,9 +24,12 @@ import (
 // follow the links of a directory of t's own (etc) instead of those of
 // /etc and its trust stores, and returns it, with base, the directory
 // that holds it, for the links' targets: outside /tmp (the sandbox has a
-// /tmp of its own) and outside the directories commands may read.
+// /tmp of its own) and outside the directories commands may read. It
+// skips t unless t runs as root, the one user whose directories the
+// sandbox follows links of.
 func fakeEtc(t *testing.T) (etc, base string) {
 	t.Helper()
+	requireRootForOwnEtcLinkDir(t)
 	base = dirOutsideTmp(t)
 	etc = filepath.Join(base, "etc")
 	mustDo(t, os.Mkdir(etc, 0o755))

@@ -4,6 +4,7 @@ package workspace
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,11 +14,12 @@ import (
 	"github.com/polyweave/polyweave-go/workspace/sandbox"
 )
 
-// A directory of sandbox.EtcLinkDirs that someone besides root and the
-// host's own user could plant a link in (where the link leads becomes
-// readable to commands), or that commands could (it is in the
-// workspace), is refused as the sandbox is set up, by name, rather than
-// followed.
+// A directory of sandbox.EtcLinkDirs that someone besides root could
+// plant a link in (where the link leads becomes readable to commands),
+// or that commands could (it is in the workspace), is refused as the
+// sandbox is set up, by name, rather than followed. Run as a user other
+// than root, the test's temporary directory on the way is that user's,
+// and the refusal says so first (see ownDirRefusal).
 func TestSandbox_EtcLinkDirNotTrustedRefused(t *testing.T) {
 	requireSandbox(t)
 	for _, c := range []struct {
@@ -122,6 +124,9 @@ func TestSandbox_EtcLinkDirNotTrustedRefused(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ws := t.TempDir()
 			dir, says := c.make(t, ws)
+			if own := ownDirRefusal(); own != "" && filepath.IsAbs(dir) {
+				says = own
+			}
 			saved := sandbox.EtcLinkDirs
 			sandbox.EtcLinkDirs = append([]string{"/etc"}, dir)
 			t.Cleanup(func() { sandbox.EtcLinkDirs = saved })
@@ -139,11 +144,11 @@ func TestSandbox_EtcLinkDirNotTrustedRefused(t *testing.T) {
 }
 
 // A directory of sandbox.EtcLinkDirs in a sticky directory that anyone
-// may add to (as /tmp or /var/tmp), owned by the host's user and
-// writable by it alone, is taken: no one else may rename it or what
-// leads to it.
+// may add to (as /tmp or /var/tmp), owned by root and writable by it
+// alone, is taken: no one else may rename it or what leads to it.
 func TestSandbox_EtcLinkDirInAStickyDirectoryTaken(t *testing.T) {
 	requireSandbox(t)
+	requireRootForOwnEtcLinkDir(t)
 	open := filepath.Join(t.TempDir(), "open")
 	mustDo(t, os.Mkdir(open, 0o755))
 	mustDo(t, os.Chmod(open, 0o777|os.ModeSticky))
@@ -165,6 +170,9 @@ func TestSandbox_EtcLinkDirInAStickyDirectoryTaken(t *testing.T) {
 // loop (syscall.ELOOP), as the kernel would.
 func TestSandbox_EtcLinkDirLoopRefused(t *testing.T) {
 	requireSandbox(t)
+	// Made by another user, the loop's directory is refused as that
+	// user's before the walk comes to the loop.
+	requireRootForOwnEtcLinkDir(t)
 	dir := t.TempDir()
 	mustDo(t, os.Symlink("b", filepath.Join(dir, "a")))
 	mustDo(t, os.Symlink("a", filepath.Join(dir, "b")))
@@ -180,4 +188,26 @@ func TestSandbox_EtcLinkDirLoopRefused(t *testing.T) {
 	if !errors.Is(err, sandbox.ErrConfig) || !errors.Is(err, syscall.ELOOP) || strings.Count(err.Error(), loop) != 1 {
 		t.Errorf("New: %v; want ErrConfig and ELOOP, naming %s once", err, loop)
 	}
+}
+
+// requireRootForOwnEtcLinkDir skips t unless it runs as root: an
+// EtcLinkDirs entry the test makes, and its temporary directory on the
+// way to it, are its user's, which the sandbox trusts only when that
+// user is root (commands write as the host's user).
+func requireRootForOwnEtcLinkDir(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("an EtcLinkDirs entry of the test's own is trusted only when root owns it: run as root")
+	}
+}
+
+// ownDirRefusal is what the refusal of an EtcLinkDirs entry beneath a
+// temporary directory of the test says first when the test runs as a
+// user other than root: that directory is the user's, whom the sandbox
+// does not trust. "" when the test runs as root.
+func ownDirRefusal() string {
+	if os.Geteuid() == 0 {
+		return ""
+	}
+	return fmt.Sprintf("owned by uid %d", os.Geteuid())
 }

@@ -95,14 +95,7 @@ func TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning(t *testing.T) {
 	dir := dirWithHiddenEnv(t)
 	// The note that tells the other process's write from a move is an
 	// extended attribute of the file written.
-	probe := filepath.Join(dir, "probe.txt")
-	mustDo(t, os.WriteFile(probe, nil, 0o600))
-	if err := unix.Setxattr(probe, replacedAttr, []byte("1:1"), 0); errors.Is(err, unix.ENOTSUP) {
-		t.Skipf("the file system of %s has no user extended attributes: %v", dir, err)
-	} else {
-		mustDo(t, err)
-	}
-	mustDo(t, os.Remove(probe))
+	requireUserXattrs(t, dir)
 	ws, err := New(dir, hiddenEnvOptions(dir))
 	mustDo(t, err)
 	defer ws.Close()
@@ -121,6 +114,21 @@ func TestHiddenPathWrittenByAnotherProcessKeepsCommandsRunning(t *testing.T) {
 			t.Errorf("a command after another process wrote cfg/.env (%s): %+v; want it run, the path hidden", content, res)
 		}
 	}
+}
+
+// requireUserXattrs skips t when the file system of dir has no user
+// extended attributes, which the notes of the tools' writes of hidden
+// paths are (replacedAttr).
+func requireUserXattrs(t *testing.T, dir string) {
+	t.Helper()
+	probe := filepath.Join(dir, "probe.txt")
+	mustDo(t, os.WriteFile(probe, nil, 0o600))
+	if err := unix.Setxattr(probe, replacedAttr, []byte("1:1:1"), 0); errors.Is(err, unix.ENOTSUP) {
+		t.Skipf("the file system of %s has no user extended attributes: %v", dir, err)
+	} else {
+		mustDo(t, err)
+	}
+	mustDo(t, os.Remove(probe))
 }
 
 // sharedContentEnv gives the child of

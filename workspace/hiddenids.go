@@ -14,23 +14,40 @@ import (
 // The sandboxes refuse to run a command when a path to hide in the
 // workspace that had an identity as the workspace was opened holds
 // another file ([sandbox.ErrHiddenMoved]). A file the tools wrote there
-// since, or the nothing undo left, is no such move, whichever workspace
-// open on the directory wrote it: each write of a path hidden from
-// commands notes what it replaced, and each workspace, as it sets a
-// sandbox up, takes the file now at such a path for the one it expects
-// when the tools put it in place of that one (currentHiddenIDs).
+// since, or the nothing undo left (and whatever comes there after it),
+// is no such move, whichever workspace open on the directory wrote it:
+// each write of a path hidden from commands notes what it replaced,
+// and each workspace, as it sets a sandbox up, takes the file now at
+// such a path for the one it expects when the tools put it in place of
+// that one (currentHiddenIDs).
 //
 // The note is kept twice. The file itself carries it, in the extended
 // attribute replacedAttr, for every workspace, of the process or
 // another: it goes with the file, and a file that takes the inode
-// number of one gone has none. The process keeps it too, in the book
-// of the directory (hiddenBook), for an undo's removal, which leaves
-// no file to carry it, and for a file that could not carry it (a file
-// system without user extended attributes, a file the process may not
-// change them on: other processes then take it for a move). A book
-// lasts while a workspace is open on its directory: those workspaces
-// alone need it (one opened later finds what is there), and what it
-// says of an inode number is then of a file of their days.
+// number of one gone has none. It names the file it is on first: a
+// copy that kept it (cp -a, an editor that saves by renaming the file
+// to a backup commands see and writing a new one) carries a note of
+// another file, which counts for nothing. The process keeps it too, in
+// the book of the directory (hiddenBook), for an undo's removal, which
+// leaves no file to carry it, and for a file that could not carry it (a
+// file system without user extended attributes, a file the process may
+// not change them on): the workspaces of other processes take those for
+// a move, and refuse their commands until they are opened again. No
+// place beside the file would do for them: the directory that held it,
+// its attributes, any file in the workspace, are the commands' to
+// write, and a note a command wrote would pass a move from outside for
+// the tools' own. A book lasts while a workspace is open on its
+// directory: those workspaces alone need it (one opened later finds
+// what is there), and what it says of an inode number is then of a
+// file of their days.
+//
+// An identity is a device, an inode number and, where the file system
+// gives it, the file's birth (see sandbox.HiddenPath.Birth). A file
+// system gives the number of a file gone to the next one made (ext4 at
+// once): a workspace that set no sandbox up since the tools replaced
+// the file it expects would otherwise take a file that got that number
+// for the one expected, while the file the tools wrote was moved where
+// commands see it.
 //
 // No command of these workspaces can set the attribute, the file being
 // hidden from them from its rename on; one that can (a command of a
@@ -188,7 +205,9 @@ func foldedKey(dir, name string) string { return strings.ToLower(filepath.Join(d
 // file tools of any workspace open on the directory wrote or removed
 // since, what they put there (see above). A path that holds another
 // file, not the tools', keeps the identity expected, and the sandbox
-// refuses the command. No write of a hidden path of the process is
+// refuses the command; unless undo removed what was expected there: it
+// is gone, not moved, and the path is hidden from then on as one that
+// held nothing as the workspace was opened, whatever comes there. No write of a hidden path of the process is
 // under way meanwhile. w.hideMu held.
 func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 	hiddenTempMu.Lock()
@@ -203,11 +222,14 @@ func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 		if err != nil || !filepath.IsLocal(rel) {
 			continue // around the workspace: hidden whatever it holds
 		}
-		expected := entryID{h.Dev, h.Ino}
+		expected := entryID{h.Dev, h.Ino, h.Birth}
 		now, err := w.entryBeneath(rel)
 		switch {
 		case err == nil && now != expected && slices.Contains(w.replacedAt(rel, now), expected):
-		case errors.Is(err, fs.ErrNotExist) && w.removedByTools(h.Path, expected):
+		case (err == nil || errors.Is(err, fs.ErrNotExist)) && w.removedByTools(h.Path, expected):
+			// What was expected is gone, not moved: the path is hidden
+			// from now on as one that held nothing as the workspace was
+			// opened, whatever comes there (see sandbox.HiddenPath).
 			now = entryID{}
 		default:
 			continue
@@ -215,7 +237,7 @@ func (w *Workspace) currentHiddenIDs() []sandbox.HiddenPath {
 		if changed == nil {
 			changed = slices.Clone(ids)
 		}
-		changed[i].Dev, changed[i].Ino = now.dev, now.ino
+		changed[i].Dev, changed[i].Ino, changed[i].Birth = now.dev, now.ino, now.birth
 	}
 	if changed != nil {
 		w.hiddenIDs = changed

@@ -11,30 +11,46 @@ import (
 
 // readReplaced returns what the file id at name (relative to the root)
 // replaced, as the write that made it noted on it (replacedAttr); nil
-// when it carries no note, or name holds another file by now.
+// when it carries no note, or one of another file (a copy that kept the
+// attributes of the one the tools wrote: see writeReplaced), or name
+// holds another file by now.
 func (w *Workspace) readReplaced(name string, id entryID) []entryID {
 	var ids []entryID
 	_ = w.withFile(name, id, func(fd int) error {
-		buf := make([]byte, maxReplaced*34)
+		buf := make([]byte, (maxReplaced+1)*51)
 		n, err := unix.Fgetxattr(fd, replacedAttr, buf)
 		if err != nil {
 			return err
 		}
 		for _, f := range strings.Fields(string(buf[:n])) {
-			dev, ino, ok := strings.Cut(f, ":")
-			d, derr := strconv.ParseUint(dev, 16, 64)
-			i, ierr := strconv.ParseUint(ino, 16, 64)
-			if ok && derr == nil && ierr == nil {
-				ids = append(ids, entryID{d, i})
+			parts := strings.Split(f, ":")
+			if len(parts) != 3 {
+				ids = nil
+				return unix.EINVAL
 			}
+			d, derr := strconv.ParseUint(parts[0], 16, 64)
+			i, ierr := strconv.ParseUint(parts[1], 16, 64)
+			b, berr := strconv.ParseInt(parts[2], 16, 64)
+			if derr != nil || ierr != nil || berr != nil {
+				ids = nil
+				return unix.EINVAL
+			}
+			ids = append(ids, entryID{d, i, b})
 		}
 		return nil
 	})
-	return ids
+	if len(ids) < 2 || ids[0] != id {
+		return nil
+	}
+	return ids[1:]
 }
 
 // writeReplaced notes on the file id at name (relative to the root),
-// which the tools just wrote, what it replaced (replacedAttr). A file
+// which the tools just wrote, what it replaced (replacedAttr), after
+// the file's own identity: a copy that keeps the attribute (cp -a, an
+// editor that saves by renaming the file to a backup and writing a new
+// one) is another file, which replaced nothing of the tools', while the
+// one written may now be at a name commands see. A file
 // system without user extended attributes, or a file the process may
 // not change them on (one it may not write), leaves it without: the
 // workspaces of other processes then take it for a move.
@@ -43,10 +59,12 @@ func (w *Workspace) writeReplaced(name string, id entryID, ids []entryID) {
 		return
 	}
 	var b []byte
-	for _, r := range ids {
+	for _, r := range append([]entryID{id}, ids...) {
 		b = strconv.AppendUint(b, r.dev, 16)
 		b = append(b, ':')
 		b = strconv.AppendUint(b, r.ino, 16)
+		b = append(b, ':')
+		b = strconv.AppendInt(b, r.birth, 16)
 		b = append(b, ' ')
 	}
 	err := w.withFile(name, id, func(fd int) error {
@@ -72,7 +90,7 @@ func (w *Workspace) withFile(name string, id entryID, fn func(fd int) error) err
 		if err := unix.Fstat(fd, &st); err != nil {
 			return err
 		}
-		if st.Mode&unix.S_IFMT != unix.S_IFREG || (entryID{uint64(st.Dev), uint64(st.Ino)}) != id {
+		if now, err := idOf(fd); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || now != id {
 			return unix.ESTALE
 		}
 		return fn(fd)

@@ -101,9 +101,33 @@ func (w *Workspace) fromRoot(fn func(root int) error) error {
 // with ELOOP or ENOTDIR when a link or a file is on the way.
 func (w *Workspace) entryBeneath(name string) (entryID, error) {
 	how := unix.OpenHow{Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: noLinksBeneath}
+	var id entryID
+	err := w.fromRoot(func(root int) error {
+		fd, err := w.sys.openBeneath(root, name, &how)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		id, err = idOf(fd)
+		return err
+	})
+	return id, err
+}
+
+// idOf is the identity of the file fd refers to (O_PATH will do), with
+// its birth when the file system gives it (see sandbox.HiddenPath.Birth).
+func idOf(fd int) (entryID, error) {
 	var st unix.Stat_t
-	err := w.fromRoot(func(root int) error { return w.sys.statBeneath(root, name, &how, &st) })
-	return entryID{dev: st.Dev, ino: st.Ino}, err
+	if err := unix.Fstat(fd, &st); err != nil {
+		return entryID{}, err
+	}
+	id := entryID{dev: st.Dev, ino: st.Ino}
+	var stx unix.Statx_t
+	err := unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx)
+	if err == nil && stx.Mask&unix.STATX_BTIME != 0 {
+		id.birth = stx.Btime.Sec*1e9 + int64(stx.Btime.Nsec)
+	}
+	return id, nil
 }
 
 // namesBeneath returns the names in the directory dir (relative to the

@@ -256,7 +256,10 @@ func foldMatch(h, p string, pattern bool) bool {
 
 // entryID is the identity of an entry of the file system: its device
 // and inode.
-type entryID struct{ dev, ino uint64 }
+type entryID struct {
+	dev, ino uint64
+	birth    int64 // see sandbox.HiddenPath.Birth; 0 when the file system does not say
+}
 
 // sameEntry reports whether p (absolute, beneath the workspace), which
 // folds to h (a path or pattern to hide), is the entry h, or one of its
@@ -771,7 +774,7 @@ func (w *Workspace) hiddenTemps(resolved []sandbox.HiddenPath) ([]sandbox.Hidden
 	// hidden path there, is no move that refuses the commands
 	// ([sandbox.ErrHiddenMoved]).
 	for i := range temps {
-		temps[i].Dev, temps[i].Ino = 0, 0
+		temps[i].Dev, temps[i].Ino, temps[i].Birth = 0, 0, 0
 	}
 	return temps, err
 }

@@ -1,6 +1,7 @@
 package boltstore
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -717,4 +718,51 @@ func TestOpen_MissingFolder(t *testing.T) {
 	if msg := err.Error(); !strings.Contains(msg, path) || !strings.Contains(msg, "the folder "+dir+" does not exist") || strings.Contains(msg, "creating") {
 		t.Errorf("error %q does not name %s and its missing folder (or names the temporary file)", msg, path)
 	}
+}
+
+// TestKeepHistory_GetSnapshotWhileCheckpointing: with KeepHistory, a
+// snapshots bucket that holds a few snapshots is walked whole by
+// GetSnapshot and compared with its summary; snapshots written, written
+// again at the same index and deleted, checkpointed every few writes,
+// below and above that bound, never read as damage, and GetSnapshot
+// returns the last one written.
+func TestKeepHistory_GetSnapshotWhileCheckpointing(t *testing.T) {
+	ctx := t.Context()
+	s, path := openTemp(t, &Options{KeepHistory: true, CheckpointOps: 3, NoSync: true})
+	check := func(s *Store, index uint64, data []byte) {
+		t.Helper()
+		snap, ok, err := s.GetSnapshot(ctx, "a")
+		if err != nil || !ok || snap.Index != index || !bytes.Equal(snap.Data, data) {
+			t.Fatalf("GetSnapshot: %d %q %t %v, want %d %q", snap.Index, snap.Data, ok, err, index, data)
+		}
+	}
+	var index uint64
+	var data []byte
+	for i := range uint64(3 * maxSummedSnapshots) {
+		index, data = i, fmt.Appendf(nil, "state %d", i)
+		if err := s.PersistSnapshot(ctx, "a", index, data); err != nil {
+			t.Fatal(err)
+		}
+		check(s, index, data)
+		data = fmt.Appendf(nil, "state %d written again", i)
+		if err := s.PersistSnapshot(ctx, "a", index, data); err != nil {
+			t.Fatal(err)
+		}
+		check(s, index, data)
+		if i%4 == 3 {
+			if err := s.DeleteSnapshots(ctx, "a", i-3); err != nil {
+				t.Fatal(err)
+			}
+			check(s, index, data)
+		}
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err := Open(path, &Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	check(s, index, data)
 }

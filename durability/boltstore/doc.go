@@ -200,16 +200,19 @@
 // page to Open. Reads compare what they meet with the actor's summary: a
 // read of a whole bucket its count and checksums (GetEvents reads a
 // thousand events or so per transaction: the pages of a longer read are
-// compared together if they all find the same summary, that is if no
-// checkpoint changed the actor's events between them); GetSnapshot the index
-// of the last snapshot and, when the bucket holds one, its checksum;
-// GetEvents from an index or up to one the indexes it meets (within the
-// summary's bounds, one after another when the bucket holds every index
-// between them, the last one last when it reaches the bucket's end).
-// That shows an old page whose records were deleted since, or that ends
-// before the bucket does, but not an older value of an event written
-// again at the same index, on an old page that holds the indexes of the
-// page it stands for, met by a read of part of the bucket; and a freelist
+// compared together if they all find the same summary and walk the
+// bucket one after another, that is if no checkpoint changed the actor's
+// events between them and no delete not yet checkpointed hides what the
+// next would walk); GetSnapshot the index of the last snapshot and, when
+// the bucket holds at most 8 (more are kept with KeepHistory alone), the
+// count and checksums of them all; GetEvents from an index or up to one
+// the indexes it meets (within the summary's bounds, one after another
+// when the bucket holds every index between them, the last one last when
+// it reaches the bucket's end). That shows an old page whose records
+// were deleted since, or that ends before the bucket does, but not an
+// older value of an event written again at the same index, on an old
+// page that holds the indexes of the page it stands for, met by a read
+// of part of the bucket, or of the last of more than 8 snapshots; and a freelist
 // rebuilt from the tree no longer lists the page, so a later Open would
 // find nothing (nor would one of a file written with NoFreelistSync).
 // [SalvageFile] recovers such a file, reading those actors from

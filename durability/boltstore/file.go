@@ -392,6 +392,18 @@ func checkFreelist(f *os.File, path string, m meta, t *tree) (err *durability.Da
 // an earlier freelist, so the actors that use them are not quarantined
 // (a read-only Open reads them; what a page with a sound count lists
 // is quarantined).
+//
+// The first page alone is read: it is the freelist's whatever its header
+// says, since the meta page names it, while the pages after it are the
+// freelist's only as far as the overflow, or the count, says, and here
+// one of them is damaged, most often both (they share the header's
+// bytes, which a torn or lost sector write damages together). A page
+// of the tree read as ids would list its own id, in use, first, and so
+// refuse for sure a file whose damage may be the header's alone; a
+// free page read as ids lists whatever it held. A freelist whose ids go
+// on past its first page is read in part: a page it lists there that
+// the tree uses is not found, and the writable Open rebuilds the
+// freelist.
 func listedPastHeader(f *os.File, e *durability.DamageError, m meta, t *tree, idsOff int64, count uint64) (*durability.DamageError, bool) {
 	ps := int64(m.pageSize)
 	end := int64(m.freelist+1) * ps

@@ -593,54 +593,71 @@ func failsAlone(t *testing.T, path string, want map[string]*pagesActor, name str
 // checkpoint, and its snapshots bucket's root pointer is broken to lead
 // to the page of the first, freed since and holding it with a checksum
 // that checks. The file records no freelist, so nothing at Open shows
-// the damage. GetSnapshot reads the last snapshot alone, the one its
-// summary names, and when the bucket holds one, the summary's sum of
-// checksums is that snapshot's: the old one is refused as damaged.
+// the damage. GetSnapshot reads the last snapshot, the one its summary
+// names, and when the bucket holds a few (with KeepHistory, an earlier
+// snapshot is kept beside it) the sum of their checksums, which the
+// summary holds: the old one is refused as damaged.
 func TestOpen_NoFreelistOldSnapshot(t *testing.T) {
-	path, want := pagesFile(t, false)
-	first := fmt.Appendf(nil, "snap state at 5 %s", strings.Repeat("o", 2000))
-	again := fmt.Appendf(nil, "snap state at 5 written again %s", strings.Repeat("n", 2000))
-	for _, data := range [][]byte{first, again} {
-		s, err := Open(path, &Options{NoSync: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.PersistSnapshot(t.Context(), "snap", 5, data); err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want["snap"] = &pagesActor{events: map[uint64][]byte{}, snapshot: again}
-	m := freelistAt(t, path)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ps := int(m.pageSize)
-	// The root of snap's snapshots bucket, its pointer, and a leaf page
-	// holding the first snapshot (the log's pages may hold copies too).
-	old, at := -1, -1
-	for p := 2; p < int(m.pgid); p++ {
-		pg := b[p*ps : (p+1)*ps]
-		if binary.LittleEndian.Uint16(pg[8:]) != leafPage {
-			continue
-		}
-		if bytes.Contains(pg, first[:40]) {
-			old = p
-		}
-		if i := bytes.Index(b, append([]byte("snapshots"), binary.LittleEndian.AppendUint64(nil, uint64(p))...)); i >= 0 && bytes.Contains(pg, again[:40]) {
-			at = i + len("snapshots")
-		}
-	}
-	if old < 0 || at < 0 {
-		t.Fatalf("no leaf page holds the first snapshot (%d), or no snapshots bucket's root the second (%d)", old, at)
-	}
-	dropFreelist(t, path)
-	writeAt(t, path, binary.LittleEndian.AppendUint64(nil, uint64(old)), int64(at))
+	for _, kept := range []int{0, 1, maxSummedSnapshots - 1} {
+		t.Run(fmt.Sprintf("%d kept", kept), func(t *testing.T) {
+			path, want := pagesFile(t, false)
+			pad := 2000 / (kept + 1)
+			first := fmt.Appendf(nil, "snap state at 100 %s", strings.Repeat("o", pad))
+			again := fmt.Appendf(nil, "snap state at 100 written again %s", strings.Repeat("n", pad))
+			s, err := Open(path, &Options{NoSync: true, KeepHistory: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range kept {
+				if err := s.PersistSnapshot(t.Context(), "snap", uint64(10*i), fmt.Appendf(nil, "snap state at %d %s", 10*i, strings.Repeat("k", pad))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, data := range [][]byte{first, again} {
+				if err := s.PersistSnapshot(t.Context(), "snap", 100, data); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Close(); err != nil { // checkpoints it
+					t.Fatal(err)
+				}
+				if s, err = Open(path, &Options{NoSync: true, KeepHistory: true}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			want["snap"] = &pagesActor{events: map[uint64][]byte{}, snapshot: again}
+			m := freelistAt(t, path)
+			b, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ps := int(m.pageSize)
+			// The root of snap's snapshots bucket, its pointer, and a leaf page
+			// holding the first snapshot (the log's pages may hold copies too).
+			old, at := -1, -1
+			for p := 2; p < int(m.pgid); p++ {
+				pg := b[p*ps : (p+1)*ps]
+				if binary.LittleEndian.Uint16(pg[8:]) != leafPage {
+					continue
+				}
+				if bytes.Contains(pg, first[:40]) {
+					old = p
+				}
+				if i := bytes.Index(b, append([]byte("snapshots"), binary.LittleEndian.AppendUint64(nil, uint64(p))...)); i >= 0 && bytes.Contains(pg, again[:40]) {
+					at = i + len("snapshots")
+				}
+			}
+			if old < 0 || at < 0 {
+				t.Fatalf("no leaf page holds the first snapshot (%d), or no snapshots bucket's root the second (%d)", old, at)
+			}
+			dropFreelist(t, path)
+			writeAt(t, path, binary.LittleEndian.AppendUint64(nil, uint64(old)), int64(at))
 
-	failsAlone(t, path, want, "snap", nil)
+			failsAlone(t, path, want, "snap", nil)
+		})
+	}
 }
 
 // TestOpen_FreelistHeaderAndAnActorPage: the freelist lists a page of

@@ -625,7 +625,7 @@ func refusedUnchanged(t *testing.T, path string, want ...string) {
 	s, err := Open(path, &Options{NoSync: true})
 	if err == nil {
 		s.Close()
-		t.Fatal("writable Open of a file that records no freelist, with damaged pages: no error")
+		t.Fatalf("writable Open of the damaged file: no error, want a refusal that says %q", want)
 	}
 	t.Logf("refused: %v", err)
 	var de *durability.DamageError

@@ -19,6 +19,11 @@ const (
 	readPageBytes  = 4 << 20
 )
 
+// maxSummedSnapshots bounds the snapshots bucket that GetSnapshot walks
+// whole, to compare with the summary, rather than reading its last
+// snapshot alone.
+const maxSummedSnapshots = 8
+
 // GetEvents implements [durability.Store]. It copies events out of short
 // read transactions, a page at a time, and calls fn outside of them, so fn
 // may use the store.
@@ -61,10 +66,13 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 // whose checksums differ by sums that cancel out, a chance of one in
 // 2^32 that would report damage where there is none), so a walk from
 // the bucket's first entry to its end is compared with the summary.
-// Other actors' commits between pages do not stop the check.
+// Other actors' commits between pages do not stop the check; writes of
+// the actor not yet checkpointed that delete the events a page would
+// walk first do, as do a page that cuts off bucket entries it walked (to
+// make room for the overlay's) and one that finds no bucket to walk.
 type pagesWalk struct {
 	started bool
-	same    bool       // every page so far found events
+	same    bool       // every page so far walked the bucket from where the one before it stopped, and found events
 	events  bucketStat // the summary of the actor's events the first page found
 	w       walkCheck
 }
@@ -87,6 +95,7 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 		bucketVisible = over.deletedThrough != math.MaxUint64
 	}
 	var stored []entry
+	walked := false // the page walked the actor's events bucket
 	if ab := actorBucket(tx, name); ab != nil && bucketVisible {
 		sm, err := s.readSummary(ab, name)
 		if err != nil {
@@ -103,9 +112,14 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 			// of the indexes it meets.
 			if !whole.started {
 				*whole = pagesWalk{started: true, same: true, events: sm.events, w: walkCheck{first: start <= sm.events.min}}
-			} else if sm.events != whole.events {
+			} else if sm.events != whole.events || start != from {
+				// A checkpoint changed the events, or writes not yet
+				// checkpointed deleted those this page would have
+				// walked first: the pages no longer walk the bucket
+				// the summary counts as one.
 				whole.same = false
 			}
+			walked = true
 			w := walkCheck{first: start <= sm.events.min}
 			ic := newIndexCheck(sm.events, start)
 			size := 0
@@ -152,6 +166,9 @@ func (s *Store) readPage(tx *bolt.Tx, check *checker, whole *pagesWalk, pending 
 			}
 		}
 	}
+	if !walked {
+		whole.same = false // a later page that finds the bucket walks it from elsewhere
+	}
 	var fresh []entry
 	if over != nil {
 		fresh = over.putsIn(from, to)
@@ -183,24 +200,28 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 				return err
 			}
 			var k, v []byte
-			if b := ab.Bucket(snapshotsBucket); b != nil {
+			b := ab.Bucket(snapshotsBucket)
+			if b != nil {
 				k, v = b.Cursor().Last()
 			}
 			if k != nil && len(k) != 8 {
 				return s.damagedKey(durability.RecordSnapshot, k)
 			}
 			// The last snapshot alone is read: it must be the one the
-			// summary names and, when the bucket holds one, have the
-			// checksum the summary sums (an older value written at the same
-			// index, on a page freed since that a broken pointer leads to,
-			// has its own).
+			// summary names and, when the bucket holds a few (at most
+			// maxSummedSnapshots), the walk of them all must find the
+			// checksums the summary sums (an older value written at the
+			// same index, on a page freed since that a broken pointer
+			// leads to, has its own). A longer history, kept with
+			// KeepHistory, is not walked for one snapshot.
 			if !s.legacy && ((k == nil) != (sm.snapshots.count == 0) || k != nil && decodeIndex(k) != sm.snapshots.max) {
 				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: -1,
 					Reason: fmt.Sprintf("its last snapshot is not the one its summary names (%d snapshots, the last at %d)", sm.snapshots.count, sm.snapshots.max)}
 			}
-			if !s.legacy && sm.snapshots.count == 1 && storedSum(v) != sm.snapshots.sum {
-				return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: s.fileOffset(v),
-					Reason: fmt.Sprintf("its one snapshot, at %d, is not the one its summary names (its checksum differs): an old one read from a page freed since", sm.snapshots.max)}
+			if !s.legacy && k != nil && sm.snapshots.count <= maxSummedSnapshots {
+				if err := s.sumSnapshots(b, sm.snapshots, v); err != nil {
+					return err
+				}
 			}
 			if k != nil && (pending == nil || !pending.snapshots.hides(decodeIndex(k))) {
 				data, err := s.openValue(&checker{kind: durability.RecordSnapshot, name: name}, decodeIndex(k), v)
@@ -221,6 +242,27 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		return durability.Snapshot{}, false, err
 	}
 	return durability.Snapshot{Index: best.index, Data: best.data}, true, nil
+}
+
+// sumSnapshots walks b, a snapshots bucket whose summary st counts at
+// most maxSummedSnapshots, and compares the count and the sum of the
+// checksums it finds with st; last is the value of its last snapshot,
+// whose offset a mismatch names.
+func (s *Store) sumSnapshots(b *bolt.Bucket, st bucketStat, last []byte) error {
+	var w walkCheck
+	c := b.Cursor()
+	for k, v := c.First(); k != nil && w.count <= st.count; k, v = c.Next() {
+		if len(k) != 8 {
+			return s.damagedKey(durability.RecordSnapshot, k)
+		}
+		w.count++
+		w.sum += storedSum(v)
+	}
+	if w.count != st.count || w.sum != st.sum {
+		return &durability.DamageError{Store: s.path, What: "snapshots bucket", Offset: s.fileOffset(last),
+			Reason: fmt.Sprintf("its snapshots are not those its summary names (%d, the last at %d; their checksums differ, or their count): old ones read from a page freed since, or snapshots lost to damaged pages", st.count, st.max)}
+	}
+	return nil
 }
 
 // actorBucket returns name's actor bucket, or nil if absent.

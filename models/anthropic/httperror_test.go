@@ -179,3 +179,12 @@ func TestAdapter_RefusedRedirectIsNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// A request the server redirects in a loop on its own origin is stopped
+// after 10 redirects, and not retried: the loop would stop the retry as
+// it stopped the first attempt, after the prompt went to the server 10
+// times more.
+func TestAdapter_RedirectLoopIsNotRetried(t *testing.T) {
+	rg := newRig(t, anthropic.Options{MaxRetries: 2}, modeltest.RedirectLoop())
+	modeltest.WantRedirectLoopStoppedOnce(t, rg, rg.Ask("s1", userAsk))
+}

@@ -501,6 +501,32 @@ func WantRedirectRefusedOnce(t testing.TB, rg *Rig, r *models.Response) {
 	}
 }
 
+// RedirectLoop returns a handler answering every request with a 307
+// redirect to its own URL, on its own origin: a loop, which an adapter's
+// client follows until it stops, after 10 redirects.
+func RedirectLoop() Handler {
+	return func(_ int, w http.ResponseWriter, r *http.Request, _ map[string]json.RawMessage) {
+		http.Redirect(w, r, r.URL.RequestURI(), http.StatusTemporaryRedirect)
+	}
+}
+
+// WantRedirectLoopStoppedOnce checks that r, the answer of rg's adapter
+// (one that retries, MaxRetries above zero) to [RedirectLoop], failed
+// saying the client stopped after 10 redirects, after the 10 requests
+// of the one attempt (the first and the 9 redirects it followed): a
+// loop does not end by sending the request again. http.Client gives
+// the SDK the last redirect's response with its error, a status the
+// SDKs do not retry.
+func WantRedirectLoopStoppedOnce(t testing.TB, rg *Rig, r *models.Response) {
+	t.Helper()
+	if !r.Failed || !strings.Contains(r.Error, "stopped after 10 redirects") {
+		t.Errorf("failed %v with %q, want the redirects stopped", r.Failed, r.Error)
+	}
+	if n := rg.Requests(); n != 10 {
+		t.Errorf("the server got %d requests; want 10: a redirect loop is not retried", n)
+	}
+}
+
 // WantStatusDescribed checks that r, the answer to [GatewayErrorPage]
 // from a server reached at a base URL holding the user info
 // "user:"+password, failed with an error that says the status, the

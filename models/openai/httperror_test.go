@@ -273,3 +273,31 @@ func TestAdapter_RefusedRedirectIsNotRetried(t *testing.T) {
 		})
 	}
 }
+
+// A request the server redirects in a loop on its own origin is stopped
+// after 10 redirects, and not retried: the loop would stop the retry as
+// it stopped the first attempt, after the prompt went to the server 10
+// times more.
+func TestAdapter_RedirectLoopIsNotRetried(t *testing.T) {
+	rg := newRig(t, openai.Options{MaxRetries: 2}, modeltest.RedirectLoop())
+	modeltest.WantRedirectLoopStoppedOnce(t, rg, rg.Ask("s1", userAsk))
+}
+
+// A chunk that does not decode is quoted in the answer's error, and a
+// URL in it as a Go server's JSON writes it ('&' as \u0026): the values
+// of its query are cut, past the escaped '&' too.
+func TestAdapter_QueryOfAURLInAnUndecodedChunkIsCut(t *testing.T) {
+	const token = "query-token-0123456789"
+	msg, err := json.Marshal("moved to https://h.example/v1?a=1&token=" + token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rg := newRig(t, openai.Options{MaxRetries: openai.NoRetries}, modeltest.StreamBody(`data: {"error":`+string(msg)+"\n\n"))
+	r := rg.Ask("s1", userAsk)
+	if !r.Failed || !strings.Contains(r.Error, "decode chunk") || !strings.Contains(r.Error, "https://h.example/v1?a=xxxxx") {
+		t.Errorf("failed %v with %q; want the chunk that does not decode quoted, its URL's query cut", r.Failed, r.Error)
+	}
+	if strings.Contains(r.Error, token) {
+		t.Errorf("error %q shows the query's token", r.Error)
+	}
+}

@@ -771,6 +771,16 @@ func freshDev(shm string) (ptys bool, err error) {
 // a name the sandbox must hide.
 type covers map[uint64]bool
 
+// fdBirth is when the file fd refers to (O_PATH will do) was made (see
+// [HiddenPath.Birth]): 0 when its file system does not say.
+func fdBirth(fd int) int64 {
+	var stx unix.Statx_t
+	if unix.Statx(fd, "", unix.AT_EMPTY_PATH|unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BTIME, &stx) != nil {
+		return 0
+	}
+	return statxBirth(&stx)
+}
+
 // hide covers path (resolved) with an empty read-only tmpfs (a
 // directory) or /dev/null (anything else), and adds the cover to c. An
 // ancestor of the workspace gets a writable tmpfs, to hold the
@@ -804,7 +814,7 @@ func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) (co
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, err
 	}
-	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino) {
+	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino || id.Birth != fdBirth(fd)) {
 		return false, fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
 	}
 	var cover int

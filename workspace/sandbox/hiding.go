@@ -271,6 +271,13 @@ type HiddenPath struct {
 	// its subdirectories, every time.
 	Dev uint64 `json:"dev,omitempty"`
 	Ino uint64 `json:"ino,omitempty"`
+	// Birth is when the file was made (statx's btime, in nanoseconds
+	// since the epoch), part of its identity: a file system gives the
+	// inode number of a file gone to the next one made (ext4 at once),
+	// which may then stand at the path while the file that replaced the
+	// one expected was moved where commands see it. 0 when the file
+	// system does not say, and then the device and inode alone tell.
+	Birth int64 `json:"birth,omitempty"`
 	// LedOut marks a pattern, or a path that did not exist, that
 	// [ResolveHide] kept with its directory where a link in the
 	// workspace led it, out of the workspace (/elsewhere/sec/*.key,
@@ -572,6 +579,7 @@ func ResolveHideNoting(hide []string, workspace string) ([]HiddenPath, []LinkToS
 				}
 				hp.Path = r
 				hp.Dev, hp.Ino = fileID(fi)
+				hp.Birth = birthOf(r, hp.Ino)
 			}
 			if !have[hp] {
 				have[hp] = true

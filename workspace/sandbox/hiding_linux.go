@@ -20,6 +20,26 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 	return 0, 0
 }
 
+// birthOf is when the file at path (not followed, if a link) was made
+// (see [HiddenPath.Birth]), when it is still the inode ino: 0 when the
+// file system does not say, or path holds another file by now.
+func birthOf(path string, ino uint64) int64 {
+	var stx unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_INO|unix.STATX_BTIME, &stx) != nil || stx.Ino != ino {
+		return 0
+	}
+	return statxBirth(&stx)
+}
+
+// statxBirth is when the file stx describes was made (see
+// [HiddenPath.Birth]): 0 when its file system does not say.
+func statxBirth(stx *unix.Statx_t) int64 {
+	if stx.Mask&unix.STATX_BTIME == 0 {
+		return 0
+	}
+	return stx.Btime.Sec*1e9 + int64(stx.Btime.Nsec)
+}
+
 // globHidden returns the existing paths that match pattern (absolute,
 // see filepath.Match), as filepath.Glob does, but follows a link in the
 // workspace wsPath (a command's) on the way to a directory it lists

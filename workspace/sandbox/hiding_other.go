@@ -10,6 +10,9 @@ import (
 // fileID is not needed where there is no sandbox.
 func fileID(os.FileInfo) (dev, ino uint64) { return 0, 0 }
 
+// birthOf is not needed where there is no sandbox.
+func birthOf(string, uint64) int64 { return 0 }
+
 // globHidden is filepath.Glob where there is no sandbox to set up.
 func globHidden(_ lstats, pattern, _ string) ([]string, error) { return filepath.Glob(pattern) }
 

@@ -1,7 +1,9 @@
 package httpadapter_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -112,4 +114,56 @@ func TestHTTPClient_RedirectToAnotherOrigin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest:
+// a redirect to a relative Location on the request's origin is followed,
+// and the answer's context goes on, under a transport whose responses do
+// not point back to their request (Response.Request, which a
+// RoundTripper need not set): http.Client reads the Location against the
+// URL it sent, and so must the check of its origin, not take it for
+// another origin that ends the answer.
+func TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/here" {
+			w.Header().Set("Location", "/v1")
+			w.WriteHeader(http.StatusTemporaryRedirect)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	defer client.CloseIdleConnections()
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
+	defer e.Close()
+	b, ctx := e.Bound(context.Background())
+	defer b.Release()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/here", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.HTTPClient().Do(req)
+	if err != nil {
+		t.Fatalf("the redirect on the request's origin was not followed: %v", err)
+	}
+	body, err := io.ReadAll(res.Body)
+	_ = res.Body.Close()
+	if res.StatusCode != http.StatusOK || string(body) != "ok" || err != nil {
+		t.Errorf("HTTP %d with %q (%v); want 200 from /v1", res.StatusCode, body, err)
+	}
+	if err := context.Cause(ctx); err != nil {
+		t.Errorf("the answer's context ended: %v", err)
+	}
+}
+
+// withoutRequest is a transport whose responses do not say their request.
+type withoutRequest struct{ next http.RoundTripper }
+
+func (w withoutRequest) RoundTrip(r *http.Request) (*http.Response, error) {
+	res, err := w.next.RoundTrip(r)
+	if res != nil {
+		res.Request = nil
+	}
+	return res, err
 }

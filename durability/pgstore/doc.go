@@ -90,6 +90,14 @@
 // target_session_attrs=read-write), they reach it at once instead of
 // using connections to the demoted server until they age out.
 //
+// The error of such a call names the store (its host, database and
+// schema), says that the server takes no writes and what to do, with the
+// server's own error in its chain; so does that of a call that needed a
+// connection the server refused for having as many as it allows
+// (SQLSTATE 53300: max_connections, or a CONNECTION LIMIT), and that of
+// a call whose context ended while every connection of the store's pool
+// ([Options].MaxConns) was in use.
+//
 // A call that fails because its connection was lost (a restart, a crash,
 // sessions ended: see the classes above) drops the pool's connections
 // alike, so that the others, dead too, fail no further call. A read
@@ -168,7 +176,18 @@
 // or the server cannot tell) it runs again with every row it puts checked
 // against the row stored, and the write whose rows hold other bytes fails
 // with ErrOutcomeUnknown: after a crash of the server, the transaction
-// that committed under the first run's id may be another one. Another
+// that committed under the first run's id may be another one. The
+// store asks the server whether the first run has ended, each time for
+// at most five seconds: when it does not answer (the network died with
+// the connection), the write fails at once with ErrOutcomeUnknown, its
+// actor in doubt, instead of waiting for as long as the network is away;
+// while the server answers that the transaction runs on (it waits on a
+// lock, say), the write waits for it, as long as its caller's context
+// allows, and holds its committer meanwhile. So the store itself bounds
+// no wait for a server that is silent or slow, but for those checks: a
+// caller without a deadline waits as long as the server holds its
+// statement (a paused server, whose host still answers TCP keepalives,
+// holds it for ever). Give every call a deadline. Another
 // process does
 // not know of the doubt, and its read may show the write absent before
 // it commits: across processes, only a new [Store.Claim] of the key
@@ -184,6 +203,21 @@
 // key's newest. After a newer claim has been taken, each write through the
 // older one fails with [ErrFenced] and stores nothing; a write that
 // committed did so before the newer claim.
+//
+// Without Claim (two processes writing one session through their Stores,
+// or through Claims of different keys), nothing is fenced and nothing
+// tells them of each other. Each write commits on its own and none fails
+// for the other's: an event or snapshot written at an index already
+// stored replaces it, so the last to commit wins, row by row; a snapshot
+// of one compacts away (unless KeepHistory) the events and snapshots
+// below its index, those the other wrote included; a DeleteEvents of one
+// deletes the other's events too. The actor's rows may then hold a
+// history neither process wrote, events of both interleaved by index,
+// which a recovery replays as it is: every row is whole and passes its
+// checksum (it holds the bytes of one write), so no read reports it as
+// damaged. A write in doubt (see Timeouts and unknown outcomes) is known
+// to its own Store only: the other process's reads and writes do not wait
+// for it. Claim every session that two members may host at once.
 //
 // # Lifecycle
 //

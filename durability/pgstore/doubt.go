@@ -297,13 +297,24 @@ func runState(r run, recovery bool, st string, err error) (string, error) {
 
 // awaitEnd waits until r's transaction has ended on the server and
 // returns its state (committed, aborted or ended). It fails when ctx is
-// done first, or the server cannot tell.
+// done first, or the server cannot tell: each check gives up after
+// checkTimeout, as the background ones do (see Store.settle), so that a
+// dead network (new connections reach nothing that answers) fails the
+// write, in doubt, rather than hold its caller (who may have set no
+// deadline) and its committer for as long as the network is away. A
+// server that answers that the transaction is still running is waited
+// for, as long as ctx allows.
 func (s *Store) awaitEnd(ctx context.Context, r run) (string, error) {
 	s.rerunWaiters.Add(1)
 	defer s.rerunWaiters.Add(-1)
 	wait := 5 * time.Millisecond
 	for {
-		st, err := s.runStatus(ctx, r)
+		cctx, cancel := context.WithTimeout(ctx, checkTimeout)
+		st, err := s.runStatus(cctx, r)
+		cancel()
+		if err != nil && ctx.Err() == nil && cctx.Err() != nil {
+			err = fmt.Errorf("the server did not answer within %v: %w", checkTimeout, err)
+		}
 		if err != nil {
 			return "", fmt.Errorf("learn whether the first run's transaction has ended: %w", err)
 		}

@@ -46,3 +46,23 @@ func DoubtWaiters(s *Store) int64 { return s.doubtWaiters.Load() }
 // RerunWaiters returns how many runs again of writes whose connection was
 // lost wait for the first run's transaction to end.
 func RerunWaiters(s *Store) int64 { return s.rerunWaiters.Load() }
+
+// HoldConns takes n connections of s's pool and keeps them until release
+// is called.
+func HoldConns(ctx context.Context, s *Store, n int) (release func(), _ error) {
+	var held []interface{ Release() }
+	release = func() {
+		for _, c := range held {
+			c.Release()
+		}
+	}
+	for range n {
+		c, err := s.pool.Acquire(ctx)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		held = append(held, c)
+	}
+	return release, nil
+}

@@ -67,9 +67,9 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	defer done()
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil { // nothing sent: the epoch was not raised
-		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
 	}
 	defer conn.Release()
 	// One implicit transaction, whose id comes first (see doubt.go).
@@ -85,7 +85,7 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 			s.inDoubt(r, doubtKey{claim: true, name: key})
 			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)
 		}
-		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
 	}
 	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
 }
@@ -123,9 +123,16 @@ func (s *Store) Epoch(ctx context.Context, key string) (uint64, error) {
 	}
 	defer done()
 	var epoch int64
-	err = s.read(ctx, func() error { return s.pool.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch) })
+	err = s.read(ctx, func() error {
+		conn, err := s.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		return conn.QueryRow(ctx, s.q.epoch, []byte(key)).Scan(&epoch)
+	})
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
+		return 0, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
 	}
 	return uint64(epoch), nil
 }

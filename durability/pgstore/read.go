@@ -57,7 +57,7 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 			return err
 		})
 		if err != nil {
-			return storeErr(op, name, err)
+			return storeErr(op, name, s.explain(err))
 		}
 		for _, r := range page {
 			if err := fn(r.idx, r.data); err != nil {
@@ -79,11 +79,13 @@ func (s *Store) GetEvents(ctx context.Context, name string, from, to uint64, fn 
 // the second run cannot repeat or mix in the first's rows. After a server
 // restart, then, no read fails on the dead connections of the pool, not
 // even the first; if the server is still down, the second run's error is
-// returned.
+// returned. A read refused because a table changed under the store (see
+// staleStatement) runs once more too, on a fresh connection, which
+// prepares its statement for the table as it is.
 func (s *Store) read(ctx context.Context, q func() error) error {
 	err := q()
 	s.noteFailure(err)
-	if err == nil || ctx.Err() != nil || !connectionLost(err) {
+	if err == nil || ctx.Err() != nil || !connectionLost(err) && !staleStatement(err) {
 		return err
 	}
 	err = q()
@@ -94,7 +96,12 @@ func (s *Store) read(ctx context.Context, q func() error) error {
 // readPage reads events of name in [lo, hi] (biased), up to pageRows rows
 // or about pageBytes bytes, and reports whether more may follow.
 func (s *Store) readPage(ctx context.Context, name string, lo, hi int64, page []row) ([]row, bool, error) {
-	rows, err := s.pool.Query(ctx, s.q.getEvents, []byte(name), lo, hi, pageRows)
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return page, false, err
+	}
+	defer conn.Release()
+	rows, err := conn.Query(ctx, s.q.getEvents, []byte(name), lo, hi, pageRows)
 	if err != nil {
 		return page, false, err
 	}
@@ -169,13 +176,18 @@ func (s *Store) GetSnapshot(ctx context.Context, name string) (durability.Snapsh
 		crc  int32
 	)
 	err = s.read(ctx, func() error {
-		return s.pool.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
+		conn, err := s.acquire(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Release()
+		return conn.QueryRow(ctx, s.q.getSnapshot, []byte(name)).Scan(&idx, &data, &crc)
 	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return durability.Snapshot{}, false, nil
 	}
 	if err != nil {
-		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: err}
+		return durability.Snapshot{}, false, &durability.StoreError{Op: op, Name: name, Err: s.explain(err)}
 	}
 	index := unbias(idx)
 	if crc != checksum(durability.RecordSnapshot, name, index, data) {

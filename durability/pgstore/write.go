@@ -10,6 +10,7 @@ import (
 	"net"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -578,7 +579,7 @@ func (s *Store) rerun(ctx context.Context, c *committer, writes []*write, lost e
 
 // withConn runs fn on a connection of the pool.
 func (s *Store) withConn(ctx context.Context, fn func(*pgxpool.Conn) error) error {
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return err
 	}
@@ -611,8 +612,14 @@ func (r rowRef) in(w *write) bool {
 // under ctx: the fence check's refusal as ErrFenced, and a failure after
 // the transaction was sent, which leaves its outcome unknown, with
 // ErrOutcomeUnknown (and the reason ctx was cancelled, when it was
-// Close's).
+// Close's), and a failure of the server or of the store as a whole with
+// what to do about it (see explain).
 func (s *Store) failure(ctx context.Context, err error) error {
+	return s.explain(s.classify(ctx, err))
+}
+
+// classify is failure, but for the explanation (see explain).
+func (s *Store) classify(ctx context.Context, err error) error {
 	switch {
 	case err == nil:
 		return nil
@@ -664,7 +671,10 @@ const readOnlySQLTransaction = "25006"
 //     out;
 //   - the connection was lost (see connectionLost): a restart, a crash
 //     or an operator ending sessions kills every connection at once, and
-//     each dead one left in the pool would fail one more call.
+//     each dead one left in the pool would fail one more call;
+//   - a table changed under the store (see staleStatement): each
+//     connection holds statements prepared for the table as it was,
+//     which the server refuses to run once each.
 //
 // Connections in use are dropped when they are returned. Other errors,
 // and nil, change nothing. It is called once per failed transaction,
@@ -679,10 +689,22 @@ func (s *Store) noteFailure(err error) {
 		s.log.Warn("pgstore: the server takes no writes (a standby, or a demoted primary); dropping its connections, the next calls connect anew", "err", err)
 	case connectionLost(err):
 		s.log.Warn("pgstore: the connection to the server was lost (a restart, a crash, or sessions ended); dropping every connection, the next calls connect anew", "err", err)
+	case staleStatement(err):
+		s.log.Warn("pgstore: a table of the store changed under it (a migration or an operator altered a column's type); dropping every connection, whose statements were prepared for the table as it was", "schema", s.schema, "err", err)
 	default:
 		return
 	}
 	s.pool.Reset()
+}
+
+// staleStatement reports whether err is the server's refusal to run a
+// statement prepared before a table it reads changed (a column's type
+// altered, or the table dropped and created anew with other types):
+// SQLSTATE 0A000, "cached plan must not change result type". The
+// statement did nothing; prepared anew, on a fresh connection, it runs.
+func staleStatement(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "0A000" && strings.Contains(pe.Message, "cached plan must not change result type")
 }
 
 // connectionLost reports whether err says that the connection it came
@@ -895,7 +917,7 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) (run, err
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
-	conn, err := s.pool.Acquire(ctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return run{}, unsent{err}
 	}

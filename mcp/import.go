@@ -1510,7 +1510,7 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 	if err != nil || r.Method == http.MethodDelete || res.Header.Get("Location") == "" {
 		return res, err // http.Client returns a redirect without a Location as it is
 	}
-	if origin.Leaves(res, s.to) {
+	if origin.Leaves(res, r.URL, s.to) {
 		_ = res.Body.Close()
 		return nil, fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
 			r.Method, res.StatusCode, http.StatusText(res.StatusCode))

@@ -83,16 +83,18 @@ func TestImport_RedirectToAnotherOriginIsNotFollowed(t *testing.T) {
 // is not followed: the place the redirect points to gets nothing, and
 // Import's error says the server redirected the POST, with the status,
 // without quoting the redirect's query (where a token may be). A 307 or
-// 308 keeps the method and body, and is followed.
+// 308 keeps the method and body, and is followed, with the bearer token:
+// the place it points to is on the import's origin.
 func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
 		t.Run(http.StatusText(status), func(t *testing.T) {
 			var mu sync.Mutex
-			var reached []string
+			var reached, auth []string
 			srv := postServer(t, nil, func(w http.ResponseWriter, r *http.Request, _ []byte) {
 				if r.URL.Path == "/elsewhere" {
 					mu.Lock()
 					reached = append(reached, r.Method)
+					auth = append(auth, r.Header.Get("Authorization"))
 					mu.Unlock()
 					w.WriteHeader(http.StatusNotFound)
 					return
@@ -100,16 +102,18 @@ func TestImport_RedirectedPostKeepsItsMethod(t *testing.T) {
 				http.Redirect(w, r, "/elsewhere?token="+redirectToken, status)
 			})
 			rt := actorstest.NewRuntime(t, nil)
-			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1})
+			im, err := mcp.Import(context.Background(), rt, &mcp.ImportOptions{URL: srv.URL + "/mcp", KeepAlive: -1, BearerToken: urlBearer})
 			if im != nil || err == nil {
 				t.Fatalf("Import: %v, %v; want an error", im, err)
 			}
 			mu.Lock()
-			got := slices.Clone(reached)
+			got, gotAuth := slices.Clone(reached), slices.Clone(auth)
 			mu.Unlock()
 			if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
 				if len(got) == 0 || got[0] != http.MethodPost {
 					t.Errorf("the place the redirect points to got %v; want the POST", got)
+				} else if gotAuth[0] != "Bearer "+urlBearer {
+					t.Errorf("the place the redirect points to got Authorization %q; want the bearer token", gotAuth[0])
 				}
 				return
 			}

@@ -32,15 +32,18 @@ func IsRedirect(status int) bool {
 	return false
 }
 
-// Leaves reports whether res is a redirect http.Client would follow (a
-// status it follows, with a Location) to another origin than from's, or
-// to a Location that does not parse. A relative Location is read against
-// the URL of res's request, as http.Client reads it.
-func Leaves(res *http.Response, from *url.URL) bool {
-	if !IsRedirect(res.StatusCode) || res.Header.Get("Location") == "" {
+// Leaves reports whether res, the answer to a request sent to the URL
+// sent, is a redirect http.Client would follow (a status it follows, with
+// a Location) to another origin than from's, or to a Location that does
+// not parse. A relative Location is read against sent, as http.Client
+// reads it: not against res.Request's URL, which a RoundTripper need not
+// set (a relative Location would then stand for no origin at all).
+func Leaves(res *http.Response, sent, from *url.URL) bool {
+	loc := res.Header.Get("Location")
+	if !IsRedirect(res.StatusCode) || loc == "" {
 		return false
 	}
-	to, err := res.Location()
+	to, err := sent.Parse(loc)
 	return err != nil || !Same(to, from)
 }
 

@@ -91,8 +91,11 @@ func TestLeaves(t *testing.T) {
 		{http.StatusTemporaryRedirect, "http://api.example/v1", true},
 		{http.StatusPermanentRedirect, "https://api.example:8443/v1", true},
 		{http.StatusSeeOther, "https://api.example/%zz", true},
+		{http.StatusTemporaryRedirect, "//evil.example/v1", true},
 		{http.StatusMovedPermanently, "https://API.example:443/v2", false},
 		{http.StatusTemporaryRedirect, "/v2/messages", false},
+		{http.StatusTemporaryRedirect, "v2", false},
+		{http.StatusTemporaryRedirect, "?page=2", false},
 		{http.StatusTemporaryRedirect, "", false},
 		{http.StatusMultipleChoices, "https://evil.example/v1", false},
 		{http.StatusNotModified, "https://evil.example/v1", false},
@@ -106,8 +109,47 @@ func TestLeaves(t *testing.T) {
 		if c.location != "" {
 			res.Header.Set("Location", c.location)
 		}
-		if got := origin.Leaves(res, from); got != c.leaves {
+		if got := origin.Leaves(res, from, from); got != c.leaves {
 			t.Errorf("HTTP %d to %q: Leaves = %v, want %v", c.status, c.location, got, c.leaves)
+		}
+	}
+}
+
+// TestLeaves_ReadsTheLocationAgainstTheURLSent: a relative Location is
+// read against the URL of the request sent, as http.Client reads it, not
+// against the response's Request, which a RoundTripper need not set (nor
+// set to the request it was given): with none, a relative Location on
+// the request's origin stays there; with one for another place, it still
+// counts where the request was sent.
+func TestLeaves_ReadsTheLocationAgainstTheURLSent(t *testing.T) {
+	from, err := url.Parse("https://api.example/v1/messages")
+	if err != nil {
+		t.Fatal(err)
+	}
+	elsewhere, err := http.NewRequest(http.MethodPost, "https://evil.example/v1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		sent     string
+		request  *http.Request // res.Request
+		location string
+		leaves   bool
+	}{
+		{"https://api.example/v1/messages", nil, "/v1", false},
+		{"https://api.example/v1/messages", nil, "v2", false},
+		{"https://api.example/v1/messages", elsewhere, "/v1", false},
+		{"https://api.example:443/v2", nil, "/v1", false},
+		{"https://evil.example/v1", nil, "/v1", true},
+		{"http://api.example/v1", nil, "/v1", true},
+	} {
+		sent, err := url.Parse(c.sent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := &http.Response{StatusCode: http.StatusTemporaryRedirect, Header: http.Header{"Location": {c.location}}, Request: c.request}
+		if got := origin.Leaves(res, sent, from); got != c.leaves {
+			t.Errorf("%q sent, Request %v, to %q: Leaves = %v, want %v", c.sent, c.request != nil, c.location, got, c.leaves)
 		}
 	}
 }

@@ -192,18 +192,14 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 
 // leavesOrigin reports whether res, the answer to r, is a redirect
 // http.Client would follow (a status it follows, with a Location) to
-// another origin than that of the first request of r's chain. The
-// Location is read against r's URL, as http.Client reads it: not
-// against res.Request's, which a RoundTripper need not set (a relative
-// Location would then stand for no origin at all).
+// another origin than that of the first request of r's chain, its
+// Location read against r's URL (origin.Leaves).
 func leavesOrigin(r *http.Request, res *http.Response) bool {
-	answer := *res
-	answer.Request = r
 	first := r
 	for first.Response != nil && first.Response.Request != nil { // back along the redirects http.Client followed
 		first = first.Response.Request
 	}
-	return origin.Leaves(&answer, first.URL)
+	return origin.Leaves(res, r.URL, first.URL)
 }
 
 func (s sameOriginRedirects) Unwrap() http.RoundTripper { return s.next }

@@ -8,7 +8,6 @@ import (
 
 	"go.opentelemetry.io/otel/codes"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
@@ -175,25 +174,11 @@ func (r *resumed) spans(name string) map[codes.Code]int {
 	return status
 }
 
-// durations returns the operation durations measured, by key of attrs.
+// durations returns the operation durations measured, by the values of
+// attrs.
 func (r *resumed) durations(attrs ...string) map[string]uint64 {
 	r.t.Helper()
-	var rm metricdata.ResourceMetrics
-	if err := r.reader.Collect(r.ctx, &rm); err != nil {
-		r.t.Fatal(err)
-	}
-	counts := map[string]uint64{}
-	for _, sm := range rm.ScopeMetrics {
-		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricOperationDuration {
-				continue
-			}
-			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-				counts[key(dp.Attributes, attrs...)] += dp.Count
-			}
-		}
-	}
-	return counts
+	return histogramCounts(r.t, r.reader, telemetry.MetricOperationDuration, attrs...)
 }
 
 // noneOpen checks that Shutdown finds no span left open to end.

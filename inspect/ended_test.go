@@ -113,14 +113,7 @@ func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
 	}
 	event(loop, delegating, actors.ActorStopped, 0, nil)
 	event(tool, loop, actors.ActorStopped, 1, boom)
-	kept := func() bool {
-		for _, n := range in.Snapshot("").Tree {
-			if n.ID == tool && n.Ended != nil {
-				return true
-			}
-		}
-		return false
-	}
+	kept := func() bool { return keptEnded(in, tool) }
 	if !kept() {
 		t.Fatal("the delegation's crash is not kept")
 	}
@@ -212,14 +205,7 @@ func TestTree_DecisionAfterTheStopKeepsTheCrash(t *testing.T) {
 	info := actors.ActorInfo{ID: tool, Parent: host, Name: "tool-boom", State: actors.ActorStopped,
 		Restarts: 1, LastFailure: boom, LastFailureAt: now}
 	in.actorEvent(actors.ActorEvent{Time: now, Actor: info})
-	kept := func() bool {
-		for _, n := range in.Snapshot("").Tree {
-			if n.ID == tool && n.Ended != nil {
-				return true
-			}
-		}
-		return false
-	}
+	kept := func() bool { return keptEnded(in, tool) }
 	if !kept() {
 		t.Fatal("the crashed tool is not kept at its stop")
 	}
@@ -228,4 +214,15 @@ func TestTree_DecisionAfterTheStopKeepsTheCrash(t *testing.T) {
 	if !kept() {
 		t.Fatal("the crash went at a decision about it, reported after its stop")
 	}
+}
+
+// keptEnded reports whether the tree of in keeps id as an actor that
+// ended.
+func keptEnded(in *Inspector, id string) bool {
+	for _, n := range in.Snapshot("").Tree {
+		if n.ID == id && n.Ended != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -211,6 +211,13 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 // http.Client would follow (a status it follows, with a Location) to
 // another origin than that of the first request of r's chain, its
 // Location read against r's URL (origin.Leaves).
+//
+// The first request is found back along the responses of the redirects
+// http.Client followed, through their Request, which http.Transport sets
+// but a RoundTripper need not (http.Client does not). Where it is nil,
+// the search stops at a later request of the chain: that one is on the
+// first's origin all the same, since sameOriginRedirects stands under
+// every request of the chain and refused each redirect that left it.
 func leavesOrigin(r *http.Request, res *http.Response) bool {
 	first := r
 	for first.Response != nil && first.Response.Request != nil { // back along the redirects http.Client followed

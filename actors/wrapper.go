@@ -55,9 +55,10 @@ type WrapperContext interface {
 	// opens or ends a stream, or one of its calls, for the runtime: a
 	// Wrapped that keeps its own record of them (a router telling the
 	// END of one call from the END of a stream) notes that frame alone,
-	// and the END of a [ResumeAnswered]. Under a Context that is not the
-	// runtime's own (a Recorder, or one that decorates the runtime's
-	// Context), it reports true.
+	// and the END of a [ResumeAnswered]. Under a Context that decorates
+	// the runtime's it reports what the runtime did when the decorator
+	// passes frames on with [EmitPassed]; under any other Context that is
+	// not the runtime's own (a Recorder, say), true.
 	ToOuterPassed(f *messages.Frame) bool
 	// Inner is the inner duplex.
 	Inner() Ref
@@ -183,8 +184,31 @@ func (l *WrapperLogic) ToOuterPassed(f *messages.Frame) bool {
 	if s, ok := l.c.(*shell); ok {
 		return s.emitPassed(f)
 	}
-	l.c.Emit(f)
-	return true
+	return EmitPassed(l.c, f)
+}
+
+// EmitPassed emits f with c, and reports whether f went out, as
+// [WrapperContext].ToOuterPassed does. It sees through a wrapper's
+// WrapperContext and through a Context that decorates the runtime's (a
+// telemetry tap, say) when that Context implements
+// EmitPassed(*messages.Frame) bool: one that passes the frame on to the
+// Context it decorates does so with EmitPassed, so that what the runtime
+// dropped is known to the Logic it decorates. Under any other Context it
+// emits f and reports true.
+func EmitPassed(c Context, f *messages.Frame) bool {
+	for {
+		switch x := c.(type) {
+		case *shell:
+			return x.emitPassed(f)
+		case *WrapperLogic:
+			c = x.c
+		case interface{ EmitPassed(*messages.Frame) bool }:
+			return x.EmitPassed(f)
+		default:
+			c.Emit(f)
+			return true
+		}
+	}
 }
 
 // Inner implements WrapperContext.

@@ -277,7 +277,9 @@ type Options struct {
 	// of its own (with a Store, or delegated to within one runtime) has
 	// that loop stopped instead, for CancelGrace at most. [Agent.Close]
 	// waits as long for what may have called it: a consumer's body, a
-	// tool's handler.
+	// tool's handler. That clean-up, and the delete of a delegation's
+	// session from the Store, runs on a ctx with the Run ctx's values (a
+	// trace parent, what a Store reads), not its cancel.
 	CancelGrace time.Duration
 	// Breaker configures the tools' circuit breaker; Supervision
 	// supervises the model and the tool actors (nil: the runtime's).
@@ -1827,7 +1829,7 @@ func (c *conversation) entered(ctx context.Context, msgs []models.Message, emit 
 	defer func() { a.leave(sessionID, c.closer, c.drain, c.mux) }()
 	if a.opts.Store != nil && (delegation || a.delegationSession(sessionID)) {
 		// A delegation resumed after it waited for approval is one too.
-		defer func() { c.forget(err) }() // after stopLoop: deferred before it
+		defer func() { c.forget(ctx, err) }() // after stopLoop: deferred before it
 	}
 	if ctx.Err() != nil { // nothing is sent or taken: a waiting session waits on
 		return &models.Answer{}, context.Cause(ctx)
@@ -1855,7 +1857,7 @@ func (c *conversation) entered(ctx context.Context, msgs []models.Message, emit 
 func (c *conversation) prepared(ctx context.Context, emit func(Event)) (*models.Answer, error) {
 	defer c.keepWaiting()
 	if c.ownLoop() {
-		defer c.stopLoop()
+		defer c.stopLoop(ctx)
 	}
 	return c.attempts(ctx, emit)
 }
@@ -2368,11 +2370,14 @@ func (c *conversation) awaitStop(ctx context.Context) error {
 	return nil
 }
 
-func (c *conversation) stopLoop() {
+// stopLoop stops the conversation's own loop, waiting CancelGrace at
+// most for it to be gone. ctx is the Run's: its values go on (see
+// graceCtx), its end does not.
+func (c *conversation) stopLoop(ctx context.Context) {
 	if c.mux == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
+	ctx, cancel := c.a.graceCtx(ctx)
 	defer cancel()
 	_ = c.mux.Close(ctx)
 }
@@ -2477,7 +2482,7 @@ func (c *conversation) attempt(ctx context.Context, mux *actors.Mux, stream stri
 		switch {
 		case err == nil:
 		case ctx.Err() != nil:
-			aborted, done = true, c.abort(s, ans, n)
+			aborted, done = true, c.abort(ctx, s, ans, n)
 			return ans, context.Cause(ctx)
 		case errors.Is(err, actors.ErrDuplexStopped) && !ans.Ended:
 			// The loop was stopped for good: the attempt failed.
@@ -2544,10 +2549,11 @@ func isEnd(f *messages.Frame) bool { return f.GetType() == messages.FrameType_EN
 // every call that started is answered, for CancelGrace at most. Each
 // frame read is an event of attempt n, as the attempt's others are: the
 // results of the calls cut, and of those that finished meanwhile, are
-// told before the Run's error. It reports whether the loop stopped
+// told before the Run's error. ctx is the Run's, ended: the read keeps
+// its values (see graceCtx). It reports whether the loop stopped
 // meanwhile (an ended stream sets ans.Ended).
-func (c *conversation) abort(s *actors.MuxStream, ans *models.Answer, n int) (stopped bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), c.a.opts.CancelGrace)
+func (c *conversation) abort(ctx context.Context, s *actors.MuxStream, ans *models.Answer, n int) (stopped bool) {
+	ctx, cancel := c.a.graceCtx(ctx)
 	defer cancel()
 	var each func(*messages.Frame)
 	if c.emit != nil {

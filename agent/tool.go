@@ -303,35 +303,50 @@ func (a *Agent) delegationSession(session string) bool {
 // approval is kept (its WaitingError names it, and Resume goes on with
 // it, and forgets it once it returns not waiting). The session is deleted once its loop has stopped, which persists
 // it until then: at once when it has, else by a goroutine that waits for
-// it, and Close waits for that goroutine as for a drain. A delete that
-// fails is logged to the runtime's logger.
-func (c *conversation) forget(err error) {
+// it, and Close waits for that goroutine as for a drain. ctx is the
+// conversation's: the delete is its work, given its values however it
+// ended (see graceCtx). A delete that fails is logged to the runtime's
+// logger.
+func (c *conversation) forget(ctx context.Context, err error) {
 	if _, waiting := errors.AsType[*WaitingError](err); waiting {
 		return
 	}
 	a, key, mux := c.a, c.a.SessionKey(c.session), c.mux
 	if mux == nil || mux.Stopped() {
-		a.deleteSession(key)
+		a.deleteSession(ctx, key)
 		return
 	}
+	// The wait has no end but the loop's: a ctx of the conversation's
+	// values that is never cancelled.
+	ctx = context.WithoutCancel(ctx)
 	a.drains.Add(1) // before leave's running.Done: Close waits for it
 	go func() {
 		defer a.drains.Done()
-		if mux.Close(context.Background()) == nil { // it stops: wait until it is gone
-			a.deleteSession(key)
+		if mux.Close(ctx) == nil { // it stops: wait until it is gone
+			a.deleteSession(ctx, key)
 		}
 	}()
 }
 
 // deleteSession deletes the session stored under key, for CancelGrace at
-// most, and logs an error.
-func (a *Agent) deleteSession(key string) {
-	ctx, cancel := context.WithTimeout(context.Background(), a.opts.CancelGrace)
+// most, and logs an error. ctx is the conversation's (see graceCtx).
+func (a *Agent) deleteSession(ctx context.Context, key string) {
+	ctx, cancel := a.graceCtx(ctx)
 	defer cancel()
 	if err := tools.DeleteSession(ctx, a.opts.Store, key); err != nil {
 		a.rt.Logger().Warn("agent: delete a delegation's session from the store", slog.String("agent", a.opts.Name),
 			slog.String("session", clip(key)), slog.Any("error", err))
 	}
+}
+
+// graceCtx returns the ctx of clean-up that belongs to the Run of ctx
+// and may begin once ctx has ended (the ABORT read of a cancelled
+// attempt, the stop of its own loop, the delete of a delegation's
+// session): ctx's values, so that a Store or a tracer sees the Run's
+// (a tenant, a trace parent), without its cancel, and CancelGrace as its
+// deadline.
+func (a *Agent) graceCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), a.opts.CancelGrace)
 }
 
 // hookSlot is a delegation's ToolOptions.OnEvent hook, kept by the

@@ -80,6 +80,14 @@ func (t *tapLogic) Emit(f *messages.Frame) {
 	t.c.Emit(f)
 }
 
+// EmitPassed lets actors.EmitPassed see through the tap: a wrapper
+// under it (a router keeping its own record of the streams it owes an
+// END) learns which of its frames the runtime dropped.
+func (t *tapLogic) EmitPassed(f *messages.Frame) bool {
+	t.obs.out(f)
+	return actors.EmitPassed(t.c, f)
+}
+
 // Send implements actors.Context.
 func (t *tapLogic) Send(to actors.Ref, f *messages.Frame) { t.c.Send(to, f) }
 

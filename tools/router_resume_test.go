@@ -1,12 +1,16 @@
 package tools_test
 
 import (
+	"context"
 	"testing"
+
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/actors/actorstest"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
+	"github.com/polyweave/polyweave-go/telemetry"
 )
 
 // routerFailsOnBoom is a router's Logic that fails on a META named
@@ -26,9 +30,17 @@ func (l routerFailsOnBoom) Receive(c actors.Context, msg any) {
 // supervisor resumes every failed duplex.
 func startResumedRouter(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec) (*actors.Conn, chan *messages.Frame) {
 	t.Helper()
+	return startResumedRouterAs(t, model, func(spec actors.Spec) actors.Spec { return spec })
+}
+
+// startResumedRouterAs is startResumedRouter with the router's spec
+// dressed by dress (a telemetry tap, say) once it fails on "boom".
+func startResumedRouterAs(t *testing.T, model func(got chan<- *messages.Frame) actors.Spec, dress func(actors.Spec) actors.Spec) (*actors.Conn, chan *messages.Frame) {
+	t.Helper()
 	spec, got := echoRouter(t, model)
 	newLogic := spec.New
 	spec.New = func() actors.Logic { return routerFailsOnBoom{newLogic().(*actors.WrapperLogic)} }
+	spec = dress(spec)
 	rt := actorstest.NewRuntime(t, &actors.RuntimeOptions{Supervision: supervisor.MustNew(&supervisor.Options{
 		Decider: func(error) supervisor.Directive { return supervisor.Resume }})})
 	return start(t, rt, spec), got
@@ -61,6 +73,26 @@ func cancelEndsModel(got chan<- *messages.Frame) actors.Spec {
 // than "invalid arguments" while the model still streams it.
 func TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T) {
 	conn, got := startResumedRouter(t, cancelEndsModel)
+	keepsTheStreamsItsRuntimeKeepsThroughAResume(t, conn, got)
+}
+
+// TestStreamingRouter_TappedKeepsTheStreamsItsRuntimeKeepsThroughAResume
+// is TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume
+// with the router under a telemetry tap, which stands between the
+// router and its runtime: the router still learns which of its frames
+// the runtime dropped, and the Resume's answer.
+func TestStreamingRouter_TappedKeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T) {
+	tel, err := telemetry.New(&telemetry.Options{MeterProvider: sdkmetric.NewMeterProvider(sdkmetric.WithReader(sdkmetric.NewManualReader()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tel.Shutdown(context.Background()) })
+	conn, got := startResumedRouterAs(t, cancelEndsModel, tel.Agent)
+	keepsTheStreamsItsRuntimeKeepsThroughAResume(t, conn, got)
+}
+
+func keepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing.T, conn *actors.Conn, got chan *messages.Frame) {
+	t.Helper()
 
 	send(t, conn, withCall(messages.Text("s", "X"), "X"))
 	streamUntil(t, conn, "s", isText("X"))
@@ -103,7 +135,11 @@ func TestStreamingRouter_KeepsTheStreamsItsRuntimeKeepsThroughAResume(t *testing
 // closed.
 func TestStreamingRouter_EndsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T) {
 	conn, got := startResumedRouter(t, startModel)
+	endsWithItsRuntimeACallAResumeAnsweredAlone(t, conn, got)
+}
 
+func endsWithItsRuntimeACallAResumeAnsweredAlone(t *testing.T, conn *actors.Conn, got chan *messages.Frame) {
+	t.Helper()
 	send(t, conn, withCall(messages.Text("s", "X"), "X"), withCall(messages.Text("s", "Y"), "Y"), messages.Meta("s", "start", nil))
 	streamUntil(t, conn, "s", isText("Y"))
 	send(t, conn, withCall(messages.Meta("s", "boom", nil), "X"))

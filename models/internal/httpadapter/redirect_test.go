@@ -135,17 +135,7 @@ func TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest(t 
 		_, _ = w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	client := srv.Client()
-	defer client.CloseIdleConnections()
-	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
-	defer e.Close()
-	b, ctx := e.Bound(context.Background())
-	defer b.Release()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/here", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.HTTPClient().Do(req)
+	res, ctx, err := postWithoutRequest(t, srv, "/here")
 	if err != nil {
 		t.Fatalf("the redirect on the request's origin was not followed: %v", err)
 	}
@@ -157,6 +147,25 @@ func TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest(t 
 	if err := context.Cause(ctx); err != nil {
 		t.Errorf("the answer's context ended: %v", err)
 	}
+}
+
+// postWithoutRequest POSTs to path on srv with the client of an endpoint
+// on srv's client under [withoutRequest], in the context of an answer's
+// bounds, which it returns with the result; t's cleanup releases them.
+func postWithoutRequest(t *testing.T, srv *httptest.Server, path string) (*http.Response, context.Context, error) {
+	t.Helper()
+	client := srv.Client()
+	t.Cleanup(client.CloseIdleConnections)
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
+	t.Cleanup(e.Close)
+	b, ctx := e.Bound(context.Background())
+	t.Cleanup(b.Release)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.HTTPClient().Do(req)
+	return res, ctx, err
 }
 
 // withoutRequest is a transport whose responses do not say their request.
@@ -219,17 +228,7 @@ func TestHTTPClient_RedirectChainUnderATransportThatDoesNotSayTheRequest(t *test
 			mu.Lock()
 			then, got = c.then, nil
 			mu.Unlock()
-			client := srv.Client()
-			defer client.CloseIdleConnections()
-			e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
-			defer e.Close()
-			b, ctx := e.Bound(context.Background())
-			defer b.Release()
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/first", strings.NewReader("{}"))
-			if err != nil {
-				t.Fatal(err)
-			}
-			res, err := e.HTTPClient().Do(req)
+			res, ctx, err := postWithoutRequest(t, srv, "/first")
 			if err == nil {
 				body, _ := io.ReadAll(res.Body)
 				_ = res.Body.Close()

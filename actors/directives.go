@@ -96,6 +96,7 @@ func (d *decision) EscalateFailure(reason, message any) {
 			c := escalatedChild{pid: d.child, proc: proc, mb: d.mbs[d.child]}
 			if c.mb != nil {
 				c.failure = c.mb.failures.Load()
+				c.watch = &d.rt.watch
 			}
 			k.keepEscalated(c)
 		}
@@ -129,13 +130,14 @@ func keeperOf(sup actor.Supervisor) escalationKeeper {
 }
 
 // escalatedChild is a child whose failure its parent escalated, its
-// process then, and, when it is a duplex, its mailbox and the count of
-// its failures then (see resumeEscalation).
+// process then, and, when it is a duplex, its mailbox, the count of its
+// failures then (see resumeEscalation) and the runtime's record of it.
 type escalatedChild struct {
 	pid     *actor.PID
 	proc    actor.Process
 	mb      *mailbox
 	failure uint64
+	watch   *watch
 }
 
 // resumeEscalated resumes the children of escalated (see escalatedChild.resume).
@@ -156,6 +158,10 @@ func (c escalatedChild) resume(registry *actor.ProcessRegistryValue) {
 		return
 	}
 	if c.mb != nil {
+		// Noted before it is sent: a restart decided after it, for a
+		// sibling's failure, reaches the child once it runs again (see
+		// decision.stopWins).
+		c.watch.escalationResumeSending(c.pid, c.failure)
 		c.proc.SendSystemMessage(c.pid, &resumeEscalation{failure: c.failure})
 		return
 	}
@@ -199,9 +205,9 @@ func (d *decision) Children() []*actor.PID {
 // RestartChildren implements actor.Supervisor. The restart is told to
 // the runtime's observers now, before it is sent, with the children it
 // restarts as its Affected; a restart that restarts none (every child
-// stopped, or is stopping, since the decision, or a failed one has a
-// stop waiting that wins over it, or over a restart sent to it before)
-// is not told. A stop written into a failed child after this, before it
+// stopped, or is stopping, since the decision, its process still waiting
+// for its own children to stop, or a failed one has a stop waiting that
+// wins over it, or over a restart sent to it before) is not told. A stop written into a failed child after this, before it
 // takes the restart, still wins: the restart was told.
 func (d *decision) RestartChildren(pids ...*actor.PID) {
 	live := slices.DeleteFunc(slices.Clone(pids), func(pid *actor.PID) bool {
@@ -209,8 +215,10 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 			d.dropped(pid, &actor.Restart{}, "the child stopped before the decision")
 			return true
 		}
-		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() {
-			// Stopping: its mailbox drops a restart after the stop.
+		if mb := d.mbs[pid]; mb != nil && mb.stopPosted.Load() || mb == nil && d.rt.watch.stopped(pid) {
+			// Stopping: its mailbox drops a restart after the stop. One
+			// with no record left has taken its stop, and waits for its
+			// own children to stop.
 			d.dropped(pid, &actor.Restart{}, "the child is stopping")
 			return true
 		}
@@ -235,8 +243,19 @@ func (d *decision) RestartChildren(pids ...*actor.PID) {
 // StopChildren implements actor.Supervisor.
 func (d *decision) StopChildren(pids ...*actor.PID) { d.send(pids, &actor.Stop{}) }
 
-// ResumeChildren implements actor.Supervisor.
-func (d *decision) ResumeChildren(pids ...*actor.PID) { d.send(pids, &actor.ResumeMailbox{}) }
+// ResumeChildren implements actor.Supervisor. The Resume of a duplex is
+// noted as it is sent (see watch.resumeSending): a restart decided after
+// it (all-for-one, for a sibling's failure) reaches the duplex once it
+// runs again, and restarts it, a stop waiting in its queue or not (see
+// stopWins).
+func (d *decision) ResumeChildren(pids ...*actor.PID) {
+	for _, pid := range pids {
+		if d.mbs[pid] != nil && d.current(pid) {
+			d.rt.watch.resumeSending(pid)
+		}
+	}
+	d.send(pids, &actor.ResumeMailbox{})
+}
 
 // send sends msg to each of pids still running as the process noted for
 // it.
@@ -270,16 +289,18 @@ func (d *decision) restarts(pid *actor.PID) bool {
 }
 
 // stopWins reports whether the restart of pid will be taken as the stop
-// written into it (see mailbox.stops): its running incarnation failed
-// (its mailbox is suspended, or will be before it takes the restart:
-// see watch.failing), and a stop waits in its queue. The restart is sent
-// all the same: the stop waits for it. The failed child of a decision
-// about an incarnation that has ended (restarted for a sibling's failure,
-// under all-for-one) runs again, and is restarted, stop or no stop,
-// unless its running incarnation failed too.
+// written into it (see mailbox.stops): its mailbox will be suspended for
+// a failure when it takes the restart (see watch.suspendedAhead), and a
+// stop waits in its queue. The restart is sent all the same: the stop
+// waits for it. The failed child of a decision about an incarnation that
+// has ended (restarted for a sibling's failure, under all-for-one) runs
+// again, and is restarted, stop or no stop, unless its running
+// incarnation failed too; so is a failed child with a Resume queued
+// ahead of the restart (an all-for-one Resume, and then a restart for a
+// sibling's failure), which runs again before it takes the restart.
 func (d *decision) stopWins(pid *actor.PID) bool {
 	mb := d.mbs[pid]
-	return mb != nil && mb.stops.Load() > 0 && (mb.suspended.Load() || d.rt.watch.failing(pid))
+	return mb != nil && mb.stops.Load() > 0 && d.rt.watch.suspendedAhead(pid, mb)
 }
 
 // current reports whether pid still names the process noted for it.

@@ -70,11 +70,14 @@ type ActorInfo struct {
 }
 
 // ActorEvent reports that a duplex actor changed state, or that its
-// supervisor decided about a failure of it: Actor is as it is after the
-// change. A decision's event comes before the restart or stop it leads to,
-// with LastFailure set and, for a restart carried out at once, State and
-// Restarts still those of the failed incarnation (a restart with backoff
-// and an escalation show ActorFailed).
+// supervisor decided about a failure of it (Decision): Actor is as it is
+// after the change. A decision's event comes before the restart or stop
+// it leads to, with LastFailure set and, for a restart carried out at
+// once, a stop or a Resume, State and Restarts still those of the failed
+// incarnation (a restart with backoff and an escalation show ActorFailed):
+// a decision's event reports no new incarnation, even when its State is
+// ActorRunning. Count restarts by the ActorRestarting events, or by the
+// ActorRunning events that are no Decision.
 //
 // Each failure is reported once, as LastFailure, and on the incarnation
 // that failed. An incarnation that ends after failing, before its
@@ -92,6 +95,9 @@ type ActorInfo struct {
 type ActorEvent struct {
 	Time  time.Time
 	Actor ActorInfo
+	// Decision: the event reports a supervisor's decision about the
+	// failure in Actor.LastFailure, not a change of incarnation.
+	Decision bool
 }
 
 // Actors returns the duplex actors of the runtime that are alive, sorted
@@ -157,6 +163,13 @@ func (s *shell) injected(m *injectedPanic) {
 type watch struct {
 	mu    sync.Mutex
 	table map[string]*watched
+	// stopping are the duplexes that have taken their stop, by id, from
+	// their record's end until their process is gone (a stopping duplex
+	// waits for its own children to stop): a restart decided for one of
+	// them is dropped by its mailbox (see decision.RestartChildren).
+	// Those gone are dropped as it grows past prune.
+	stopping map[string]*actor.PID
+	prune    int
 
 	actorWatchers       watchers[ActorEvent]
 	supervisionWatchers watchers[supervisor.Event]
@@ -178,8 +191,10 @@ type watched struct {
 	owner *shell // the incarnation that last reported
 	// base is the count of the duplex's failures when the owner began;
 	// decisions counts the decisions taken about its failures; resumed
-	// is the count of its failures when the owner was last resumed.
-	base, decisions, resumed uint64
+	// is the count of its failures when the owner was last resumed, and
+	// resumeSent when a supervisor's Resume was last sent to it (see
+	// resumeSending).
+	base, decisions, resumed, resumeSent uint64
 	// ended: the owner's incarnation has ended for a restart, and the
 	// next one has not begun.
 	ended bool
@@ -229,6 +244,12 @@ func (w *watch) actors() []ActorInfo {
 // given) and reports the result to the watchers (a panic of one is logged
 // to logger).
 func (w *watch) update(logger *slog.Logger, id string, create func() *watched, change func(*watched) bool) {
+	w.report(logger, id, create, change, false)
+}
+
+// report is update, the event it reports marked as a decision's when
+// decision is set.
+func (w *watch) report(logger *slog.Logger, id string, create func() *watched, change func(*watched) bool, decision bool) {
 	now := time.Now()
 	w.mu.Lock()
 	if w.table == nil {
@@ -251,7 +272,7 @@ func (w *watch) update(logger *slog.Logger, id string, create func() *watched, c
 	if e.info.State != before || e.info.Since.IsZero() {
 		e.info.Since = now
 	}
-	ev := ActorEvent{Time: now, Actor: e.info}
+	ev := ActorEvent{Time: now, Actor: e.info, Decision: decision}
 	if e.info.State == ActorStopped {
 		delete(w.table, id)
 	}
@@ -266,9 +287,10 @@ func (w *watch) started(s *shell, ctx actor.Context) {
 			Durable: s.spec.Durable()}}
 	}
 	w.update(s.rt.logger, s.self.Id, create, func(e *watched) bool {
+		delete(w.stopping, s.self.Id) // gone: its name is taken again
 		e.owner, e.pid = s, s.self
 		e.info.State = ActorRunning
-		e.base, e.resumed = failuresOf(s), 0
+		e.base, e.resumed, e.resumeSent = failuresOf(s), 0, 0
 		e.ended, e.escalated, e.stopWon = false, nil, false
 		return true
 	})
@@ -301,9 +323,36 @@ func (w *watch) ended(s *shell, restarting bool) {
 			e.ended = true
 		} else {
 			e.info.State = ActorStopped
+			w.noteStopping(s.self, s.rt.system.ProcessRegistry)
 		}
 		return true
 	})
+}
+
+// noteStopping notes pid, a duplex that takes its stop, as stopping (see
+// watch.stopping), and drops those gone, whose id names no process, once
+// the list has grown past its mark; the caller holds w.mu.
+func (w *watch) noteStopping(pid *actor.PID, registry *actor.ProcessRegistryValue) {
+	if w.stopping == nil {
+		w.stopping = map[string]*actor.PID{}
+	}
+	if len(w.stopping) >= w.prune {
+		for id := range w.stopping {
+			if _, ok := registry.GetLocal(id); !ok {
+				delete(w.stopping, id)
+			}
+		}
+		w.prune = 2*len(w.stopping) + 64
+	}
+	w.stopping[pid.Id] = pid
+}
+
+// stopped reports whether the duplex pid has taken its stop (its record
+// has ended, see noteStopping): a restart sent to it now is dropped.
+func (w *watch) stopped(pid *actor.PID) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stopping[pid.GetId()] == pid
 }
 
 // resumed records that s's incarnation was resumed (see shell.resumed):
@@ -341,20 +390,48 @@ func (w *watch) escalating(pid *actor.PID, err error) {
 	}
 }
 
-// failing reports whether the running incarnation of the duplex pid has
-// failed and no Resume of it has been taken since: it waits for its
-// supervisor (a decision about it may have been taken, a restart waiting
-// for its backoff). Its mailbox may not have taken the suspension yet: it
-// takes it before any directive sent now.
-func (w *watch) failing(pid *actor.PID) bool {
+// suspendedAhead reports whether the duplex pid, whose mailbox is mb,
+// will be suspended for a failure when it takes a directive sent now: its
+// running incarnation has failed, and neither a Resume of it has been
+// taken since nor one sent since waits in its queue, ahead of the
+// directive (see resumeSending). Its mailbox may not have taken the
+// suspension yet: it takes it before any directive sent now. An
+// incarnation that has ended (a restart taken, the next not begun) is
+// told by its mailbox alone.
+func (w *watch) suspendedAhead(pid *actor.PID, mb *mailbox) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e, ok := w.entry(pid)
 	if !ok || e.ended {
-		return false
+		return mb.suspended.Load()
 	}
 	n := failuresOf(e.owner)
-	return n > e.base && n > e.resumed
+	return n > e.base && n > e.resumed && n > e.resumeSent
+}
+
+// resumeSending records that a supervisor's Resume is sent to the duplex
+// pid now: its queue takes it before any directive sent after, and a
+// failure counted before it is over once it is taken (a failure counted
+// after, its suspension queued behind the Resume, is not).
+func (w *watch) resumeSending(pid *actor.PID) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok && !e.ended {
+		e.resumeSent = failuresOf(e.owner)
+	}
+}
+
+// escalationResumeSending records that the Resume of the duplex pid's
+// failure-th failure, which its parent escalated, is sent to it now (see
+// resumeEscalation): taken, it is over, as after resumeSending. A later
+// failure, whether its suspension comes before the Resume (which is then
+// dropped) or after, is not.
+func (w *watch) escalationResumeSending(pid *actor.PID, failure uint64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e, ok := w.entry(pid); ok && !e.ended && failure > e.resumeSent {
+		e.resumeSent = failure
+	}
 }
 
 // stopWins records that the stop waiting in the queue of the duplex pid
@@ -386,7 +463,7 @@ func (w *watch) stopWon(pid *actor.PID) bool {
 // none.
 func (rt *Runtime) decided(ev supervisor.Event, child *actor.PID) {
 	rt.logSupervision(ev)
-	rt.watch.update(rt.logger, ev.Child, nil, func(e *watched) bool {
+	rt.watch.report(rt.logger, ev.Child, nil, func(e *watched) bool {
 		if e.pid != child {
 			return false
 		}
@@ -401,7 +478,7 @@ func (rt *Runtime) decided(ev supervisor.Event, child *actor.PID) {
 			e.info.State = ActorFailed
 		}
 		return true
-	})
+	}, true)
 }
 
 // tell passes a supervision decision on to RuntimeOptions.OnSupervision

@@ -59,12 +59,16 @@ type RuntimeOptions struct {
 	// OnSupervision observes every supervision decision in the runtime,
 	// including those of strategies given in specs, before it is carried
 	// out. A restart is told as it is carried out: after its backoff, if
-	// any, with the children it reaches as the event's Affected; one that
-	// reaches no child (each stopped, or is stopping, since the decision)
-	// is not told, and a warning is logged. It must be quick and safe for
-	// concurrent use (a restart after a backoff is told on a timer's
-	// goroutine). A panic of it is logged (an ERROR record to Logger) and
-	// the decision is carried out all the same.
+	// any, with the children it restarts as the event's Affected. It
+	// leaves out a child that stopped, or is stopping, since the decision
+	// (a warning is logged: the restart is dropped), and a failed child
+	// with a stop written into it (Context.Stop) waiting in its queue:
+	// the stop wins, the child's incarnation ends at the restart as at
+	// that stop, and it stops, not restarted by this restart or a later
+	// one. A restart that restarts no child is not told. It must be
+	// quick and safe for concurrent use (a restart after a backoff is
+	// told on a timer's goroutine). A panic of it is logged (an ERROR
+	// record to Logger) and the decision is carried out all the same.
 	OnSupervision func(supervisor.Event)
 	// Dispatcher schedules mailboxes; default: a pool of worker goroutines
 	// owned by the runtime, as many as GOMAXPROCS taking queued mailbox

@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // run names one run of a transaction on the server, so that the store
@@ -200,16 +201,41 @@ func runPipelined(ctx context.Context, conn *pgx.Conn, b *pgx.Batch, last *int64
 	return xid, cmp.Or(err, pipe.Close())
 }
 
-// decodeInt8 decodes the one bigint of a row, in text or binary.
+// decodeInt8 decodes the one integer of a row, in text or binary, by
+// its column's type: a bigint as the store creates its columns, or an
+// integer or smallint, which an operator may have made of one. A value of
+// another type is refused with an error that names it, rather than taken
+// for a bigint by its length.
 func decodeInt8(fields []pgconn.FieldDescription, values [][]byte) (int64, error) {
 	if len(values) != 1 || len(fields) != 1 {
 		return 0, errors.New("want one column")
 	}
-	if fields[0].Format == pgx.BinaryFormatCode {
-		if len(values[0]) != 8 {
-			return 0, errors.New("bad bigint")
-		}
-		return int64(binary.BigEndian.Uint64(values[0])), nil
+	f, v := fields[0], values[0]
+	size := 0
+	switch f.DataTypeOID {
+	case pgtype.Int8OID:
+		size = 8
+	case pgtype.Int4OID:
+		size = 4
+	case pgtype.Int2OID:
+		size = 2
+	default:
+		return 0, fmt.Errorf("column %q is of type OID %d, want bigint (OID %d): the table is not as this version of the store creates it", f.Name, f.DataTypeOID, pgtype.Int8OID)
 	}
-	return strconv.ParseInt(string(values[0]), 10, 64)
+	if v == nil {
+		return 0, fmt.Errorf("column %q is NULL, want a number", f.Name)
+	}
+	if f.Format != pgx.BinaryFormatCode {
+		return strconv.ParseInt(string(v), 10, 64)
+	}
+	if len(v) != size {
+		return 0, fmt.Errorf("column %q: %d bytes for type OID %d, want %d", f.Name, len(v), f.DataTypeOID, size)
+	}
+	switch size {
+	case 8:
+		return int64(binary.BigEndian.Uint64(v)), nil
+	case 4:
+		return int64(int32(binary.BigEndian.Uint32(v))), nil
+	}
+	return int64(int16(binary.BigEndian.Uint16(v))), nil
 }

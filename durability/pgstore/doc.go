@@ -20,6 +20,17 @@
 //   - check_fences(keys, epochs): the function every fenced transaction
 //     calls first (see Fencing).
 //
+// A store reads the format once, at Open. One that runs while the schema
+// is set up again (dropped, and created by another Open) writes to the new
+// tables as it did to the old (its statements run on them as they are),
+// whatever format that Open wrote: stop every store of a schema before an
+// Open of another version sets it up again. A column whose type an
+// operator changes under a running store is met, once per connection, by
+// a statement prepared for the old type, which the server refuses (and
+// which did nothing): the store drops its connections, and a read, a
+// claim or a Salvage refused so runs once more on a fresh one. (The
+// statements of writes return no column of the tables.)
+//
 // # Privileges
 //
 // To set the schema up, Open needs CREATE on the database (when the schema
@@ -120,7 +131,9 @@
 // runs again with it; when the server refuses what one write of the batch
 // asks (its claim superseded, say), each write runs again alone, so that
 // it fails alone, as on a first run. [Store.Claim] itself is not run
-// again (each run raises the epoch).
+// again after a lost connection (each run raises the epoch); only after
+// the server refused it for a table changed under the store (see Schema),
+// which raised nothing.
 //
 // # Timeouts and unknown outcomes
 //

@@ -73,9 +73,17 @@ func (e *poolFull) Unwrap() error { return e.err }
 func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil && ctx.Err() != nil {
-		if st := s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
-			return nil, &poolFull{max: st.MaxConns(), err: err}
-		}
+		return nil, s.poolFullOr(err)
 	}
 	return conn, err
+}
+
+// poolFullOr returns err, the error of a wait that its context ended, as
+// a poolFull when every connection of the pool is in use, or else as it
+// is.
+func (s *Store) poolFullOr(err error) error {
+	if st := s.pool.Stat(); st.AcquiredConns() >= st.MaxConns() {
+		return &poolFull{max: st.MaxConns(), err: err}
+	}
+	return err
 }

@@ -55,6 +55,9 @@ func fencedOr(err error) error {
 // package doc): a claim taken meanwhile would be superseded when that one
 // commits after it. One whose ctx was done before it was sent fails with
 // ctx's error. Claiming again is safe (it raises the epoch once more).
+// A claim the server refuses because the fences table changed under the
+// store (a column's type altered) raised nothing: it runs once more, on a
+// fresh connection.
 func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 	if err := checkKey(key); err != nil {
 		return nil, err
@@ -67,9 +70,33 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: err}
 	}
 	defer done()
+	epoch, err := s.claimOnce(ctx, key)
+	if staleStatement(err) && ctx.Err() == nil {
+		// The server refused the claim's statement, prepared before the
+		// fences table changed (see staleStatement): it did nothing, the
+		// epoch was not raised, and the pool was emptied (see
+		// noteFailure). Run on a fresh connection, which prepares it
+		// anew, the claim raises the epoch once, as a first run that
+		// succeeded would have. Once only: a second refusal is not
+		// this one.
+		s.log.Info("pgstore: running a claim again on a fresh connection: its statement was prepared before the table changed", "schema", s.schema, "err", err)
+		epoch, err = s.claimOnce(ctx, key)
+	}
+	if err != nil {
+		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
+	}
+	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
+}
+
+// claimOnce runs key's claim once, on a connection of its own that it
+// returns to the pool before it returns (so that a run again may take a
+// fresh one), and returns the key's new epoch. A claim whose outcome is
+// unknown is put in doubt (see Claim) and its error wraps
+// ErrOutcomeUnknown.
+func (s *Store) claimOnce(ctx context.Context, key string) (int64, error) {
 	conn, err := s.acquire(ctx)
 	if err != nil { // nothing sent: the epoch was not raised
-		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
+		return 0, err
 	}
 	defer conn.Release()
 	// One implicit transaction, whose id comes first (see doubt.go).
@@ -85,9 +112,9 @@ func (s *Store) Claim(ctx context.Context, key string) (*Claim, error) {
 			s.inDoubt(r, doubtKey{claim: true, name: key})
 			err = fmt.Errorf("%w (the epoch may have been raised): %w", ErrOutcomeUnknown, err)
 		}
-		return nil, &durability.StoreError{Op: OpClaim, Name: key, Err: s.explain(err)}
+		return 0, err
 	}
-	return &Claim{s: s, f: fence{key: []byte(key), epoch: epoch}}, nil
+	return epoch, nil
 }
 
 // OpClaim is the operation named in the errors of [Store.Claim] and

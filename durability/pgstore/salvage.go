@@ -62,8 +62,9 @@ func (c *Claim) Salvage(ctx context.Context, name string) (durability.Salvaged, 
 
 // salvage runs Salvage's transaction, checking fence f first when it is
 // not nil, and runs it again (up to salvageAttempts runs) when it failed
-// on a concurrent write of name, or on a lost connection before its
-// commit was sent: a run that failed so dropped nothing.
+// on a concurrent write of name, on a statement prepared before a table
+// changed, or on a lost connection before its commit was sent: a run that
+// failed so dropped nothing.
 func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.Salvaged, error) {
 	if !validName(name) {
 		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: durability.InvalidName(name, MaxNameLen)}
@@ -89,7 +90,7 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 		s.log.Info("pgstore: running Salvage again", "actor", quote.Name(name, "actor name"), "attempt", attempt+1, "err", err)
 	}
 	if err != nil {
-		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: fencedOr(err)}
+		return durability.Salvaged{}, &durability.StoreError{Op: OpSalvage, Name: name, Err: s.explain(fencedOr(err))}
 	}
 	if out.Dropped > 0 {
 		s.log.Warn("pgstore: actor salvaged: records dropped", "schema", s.schema, "actor", quote.Name(name, "actor name"), "kept", out)
@@ -99,8 +100,10 @@ func (s *Store) salvage(ctx context.Context, f *fence, name string) (durability.
 
 // salvageAgain reports whether a Salvage transaction that failed with err
 // dropped nothing and may succeed if run again: it met a concurrent write
-// of the actor (40001 serialization_failure, 40P01 deadlock_detected), or
-// its connection was lost before its commit was sent.
+// of the actor (40001 serialization_failure, 40P01 deadlock_detected), a
+// statement prepared before a table changed under the store (see
+// staleStatement: the pool was emptied, and a fresh connection prepares
+// it anew), or its connection was lost before its commit was sent.
 func salvageAgain(err error) bool {
 	if errors.Is(err, ErrOutcomeUnknown) {
 		return false
@@ -109,7 +112,7 @@ func salvageAgain(err error) bool {
 	if errors.As(err, &pe) && (pe.Code == "40001" || pe.Code == "40P01") {
 		return true
 	}
-	return connectionLost(err)
+	return staleStatement(err) || connectionLost(err)
 }
 
 // salvageTx is one run of Salvage's transaction. It runs at REPEATABLE
@@ -119,7 +122,12 @@ func salvageAgain(err error) bool {
 // instead of being overwritten. Rows written by transactions it does not
 // see are left as they are: those writes come after it.
 func (s *Store) salvageTx(ctx context.Context, f *fence, name string) (out durability.Salvaged, err error) {
-	tx, err := s.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		return out, err
+	}
+	defer conn.Release() // after the Rollback below
+	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 	if err != nil {
 		return out, err
 	}

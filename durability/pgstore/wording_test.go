@@ -71,7 +71,9 @@ func TestFullServer_ErrorSaysWhatToDo(t *testing.T) {
 }
 
 // A call whose context ends while every connection of the store's pool is
-// in use says which store, that the pool was full, and what to do.
+// in use says which store, that the pool was full, and what to do: a
+// read, a claim, a Salvage, and a write whose committer waits for a
+// connection (which was never sent, so its outcome is known).
 func TestFullPool_ErrorSaysWhatToDo(t *testing.T) {
 	s := open(t, &pgstore.Options{Committers: 1, MaxConns: 2})
 	defer s.Close()
@@ -80,13 +82,25 @@ func TestFullPool_ErrorSaysWhatToDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer release()
-	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
-	defer cancel()
-	_, _, err = s.GetSnapshot(ctx, "a")
-	checkWording(t, "read with the pool full", err, s.Schema(), "in use", "MaxConns")
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Errorf("read with the pool full: %v, want the context's error in the chain", err)
+	for _, c := range []struct {
+		what string
+		call func(context.Context) error
+	}{
+		{"read", func(ctx context.Context) error { _, _, err := s.GetSnapshot(ctx, "a"); return err }},
+		{"claim", func(ctx context.Context) error { _, err := s.Claim(ctx, "k"); return err }},
+		{"salvage", func(ctx context.Context) error { _, err := s.Salvage(ctx, "a"); return err }},
+		{"write", func(ctx context.Context) error { return s.PersistEvent(ctx, "a", 0, []byte("x")) }},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+		err := c.call(ctx)
+		cancel()
+		what := c.what + " with the pool full"
+		checkWording(t, what, err, s.Schema(), "in use", "MaxConns")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s: %v, want the context's error in the chain", what, err)
+		}
+		if errors.Is(err, pgstore.ErrOutcomeUnknown) {
+			t.Errorf("%s: %v, want no ErrOutcomeUnknown: nothing was sent", what, err)
+		}
 	}
-	_, err = s.Claim(ctx, "k")
-	checkWording(t, "claim with the pool full", err, s.Schema(), "in use", "MaxConns")
 }

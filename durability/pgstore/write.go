@@ -224,7 +224,8 @@ func (s *Store) submit(ctx context.Context, f *fence, op string, kind writeKind,
 }
 
 // giveUp ends the wait for w, whose caller's ctx is done, and returns the
-// write's error: ctx's error when w was not sent (it never will be), its
+// write's error: ctx's error when w was not sent (it never will be; with
+// what to do when the pool's connections were all in use, see explain), its
 // outcome when it came meanwhile, or else ErrOutcomeUnknown with ctx's
 // error (its transaction runs on for the other writes that share it, or
 // is cancelled when none is left). In that last case the actor is in
@@ -243,7 +244,7 @@ func (s *Store) giveUp(ctx context.Context, w *write) error {
 	}
 	switch {
 	case state != sent:
-		return ctx.Err()
+		return s.explain(s.poolFullOr(ctx.Err()))
 	case ended:
 		return <-w.done
 	}
@@ -366,9 +367,23 @@ drain:
 // the whole batch at once: each write would fail the same way alone. A
 // transaction whose connection was lost runs once more where that is safe
 // (see Store.try).
+//
+// Its writes are sent (see committer.send) once it has a connection: a
+// caller that gives up while the batch waits for one learns that its
+// write was never sent (see Store.giveUp).
 func (s *Store) commit(c *committer, f *flight, batch []*write) {
 	defer s.report(c, batch)
 	ctx := f.ctx
+	conn, err := s.acquire(ctx)
+	if err != nil {
+		err = s.failure(ctx, unsent{err})
+		for _, w := range batch {
+			w.result = err
+		}
+		return
+	}
+	c.conn = conn // for the first run (see committer.run)
+	defer c.dropConn()
 	live := c.send(batch)
 	err, final := s.try(ctx, c, live)
 	if err == nil {
@@ -824,8 +839,9 @@ func (c *committer) release() {
 
 // committer holds one committer's reusable argument buffers.
 type committer struct {
-	bytes  []byte   // the data of the writes taken, copied
-	slices [][]byte // the writes' data, in bytes
+	conn   *pgxpool.Conn // taken by commit for its first run, or nil
+	bytes  []byte        // the data of the writes taken, copied
+	slices [][]byte      // the writes' data, in bytes
 	live   []*write
 
 	// unsettled holds the batch's runs whose transactions may not have
@@ -917,14 +933,28 @@ func (c *committer) run(ctx context.Context, s *Store, batch []*write) (run, err
 	c.queueFences(&b, s)
 	c.queuePuts(&b, s.q.putEvents, s.q.putSnapshots)
 	c.queueDeletes(&b, s)
-	conn, err := s.acquire(ctx)
-	if err != nil {
-		return run{}, unsent{err}
+	conn := c.conn
+	c.conn = nil
+	if conn == nil {
+		var err error
+		if conn, err = s.acquire(ctx); err != nil {
+			return run{}, unsent{err}
+		}
 	}
 	defer conn.Release()
 	r := runOn(conn.Conn().PgConn())
+	var err error
 	r.xid, err = runPipelined(ctx, conn.Conn(), &b, nil)
 	return r, err
+}
+
+// dropConn returns the connection taken for the batch's first run to the
+// pool when no run used it (every caller gave up meanwhile).
+func (c *committer) dropConn() {
+	if c.conn != nil {
+		c.conn.Release()
+		c.conn = nil
+	}
 }
 
 // settle notes a run of the batch that failed with err: unless the server

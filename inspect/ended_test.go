@@ -113,19 +113,13 @@ func TestTree_RestartKeepsTheCrashUnderIt(t *testing.T) {
 	}
 	event(loop, delegating, actors.ActorStopped, 0, nil)
 	event(tool, loop, actors.ActorStopped, 1, boom)
-	kept := func() bool {
-		for _, n := range in.Snapshot("").Tree {
-			if n.ID == tool && n.Ended != nil {
-				return true
-			}
-		}
-		return false
-	}
+	kept := func() bool { return keptEnded(in, tool) }
 	if !kept() {
 		t.Fatal("the delegation's crash is not kept")
 	}
 	down := errors.New("writer tool down")
-	event(delegating, lead, actors.ActorRunning, 0, down) // its supervisor's decision
+	in.actorEvent(actors.ActorEvent{Time: now, Decision: true, Actor: actors.ActorInfo{ID: delegating, Parent: lead,
+		Name: "tool-writer", State: actors.ActorRunning, LastFailure: down}}) // its supervisor's decision
 	if !kept() {
 		t.Fatal("the crash under the tool went at its supervisor's decision to restart it")
 	}
@@ -196,4 +190,39 @@ func newTestInspector(t testing.TB) (*actors.Runtime, *Inspector) {
 	}
 	t.Cleanup(in.Close)
 	return rt, in
+}
+
+// A supervisor's decision that reaches the inspector after the stop of
+// the child it is about (an immediate restart's decision reports the
+// child running, with the restarts of the incarnation that failed) runs
+// nothing again: the crash kept at the stop stays.
+func TestTree_DecisionAfterTheStopKeepsTheCrash(t *testing.T) {
+	rt, in := newTestInspector(t)
+	host := rt.Host().Id
+	tool := host + "/tool-boom"
+	now := time.Now()
+	boom := errors.New("boom went off")
+	info := actors.ActorInfo{ID: tool, Parent: host, Name: "tool-boom", State: actors.ActorStopped,
+		Restarts: 1, LastFailure: boom, LastFailureAt: now}
+	in.actorEvent(actors.ActorEvent{Time: now, Actor: info})
+	kept := func() bool { return keptEnded(in, tool) }
+	if !kept() {
+		t.Fatal("the crashed tool is not kept at its stop")
+	}
+	info.State = actors.ActorRunning
+	in.actorEvent(actors.ActorEvent{Time: now, Actor: info, Decision: true})
+	if !kept() {
+		t.Fatal("the crash went at a decision about it, reported after its stop")
+	}
+}
+
+// keptEnded reports whether the tree of in keeps id as an actor that
+// ended.
+func keptEnded(in *Inspector, id string) bool {
+	for _, n := range in.Snapshot("").Tree {
+		if n.ID == id && n.Ended != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -416,16 +416,20 @@ func (in *Inspector) actorEvent(ev actors.ActorEvent) {
 		in.addFeed(FeedItem{Time: ev.Time, Kind: "restart", Actor: a.ID, Alert: true,
 			Text: fmt.Sprintf("%s restarted (restart %d)%s", a.ID, a.Restarts, failureSuffix(a.LastFailure))})
 	case actors.ActorRunning:
-		// The path runs again: it replaces the record of its end and,
-		// started afresh, the records under it. A restart is a new
-		// incarnation: what its past children left (a finished
-		// delegation's crash) is history, kept. A supervisor's decision
-		// about a first incarnation is reported running too, with its
-		// failure and no restart counted yet: nothing runs again then.
-		if len(in.ended) > 0 && (a.Restarts > 0 || a.LastFailure == nil) {
-			in.dropEnded(a.ID, a.Restarts == 0)
+		// A supervisor's decision is reported with the incarnation that
+		// failed, often running: nothing runs again then.
+		if ev.Decision {
+			break
 		}
-		if in.decidedNext > 0 && a.Restarts == 0 && a.LastFailure == nil {
+		// The path runs again: it replaces the record of its end and,
+		// started afresh (a first incarnation, with no failure yet), the
+		// records under it. A restart is a new incarnation: what its past
+		// children left (a finished delegation's crash) is history, kept.
+		fresh := a.Restarts == 0 && a.LastFailure == nil
+		if len(in.ended) > 0 {
+			in.dropEnded(a.ID, fresh)
+		}
+		if in.decidedNext > 0 && fresh {
 			in.takeDecision(a.ID) // started afresh: a decision waiting was about its past
 		}
 	case actors.ActorStopped:

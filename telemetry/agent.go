@@ -136,10 +136,16 @@ func (o *agentObserver) failed(_ actors.Context, err error) {
 	o.t.rec.put(&event{kind: evFailed, to: o, at: time.Now(), err: err})
 }
 
+func (o *agentObserver) resumed(a actors.ResumeAnswered, err error) {
+	o.t.rec.put(resumedEvent(o, a, err))
+}
+
 func (o *agentObserver) handle(ev *event) {
 	switch {
 	case ev.kind == evFailed:
 		o.failedAll(ev)
+	case ev.kind == evResumed:
+		o.resumedRun(ev)
 	case ev.ftype == messages.FrameType_META:
 		o.meta(ev)
 	case !o.t.tracing:
@@ -495,15 +501,37 @@ func (o *agentObserver) failedAll(ev *event) {
 			o.end(id, r, "", false, true, ev.at)
 			continue
 		}
-		failure := clipText(ev.err.Error())
-		r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
-			attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", failure)))
-		o.end(id, r, failure, false, false, ev.at)
+		o.failRun(id, r, ev)
 	}
 	if len(o.untraced) > 0 {
 		o.failedUntraced(stopped)
 	}
 	o.untraced, o.reused = nil, nil
+}
+
+// failRun ends the run of stream r failed, as ev says: its agent failed
+// under it.
+func (o *agentObserver) failRun(stream string, r *liveRun, ev *event) {
+	failure := failureText(ev.err)
+	r.span.AddEvent("agent_failed", trace.WithTimestamp(ev.at), trace.WithAttributes(
+		attribute.String("error.type", Cause(ev.err)), attribute.String("polyweave.failure", failure)))
+	o.end(stream, r, failure, false, false, ev.at)
+}
+
+// resumedRun ends, failed, the run of a stream a Resume answered: the
+// runtime closed it with ERROR and END, which the tap does not see, and
+// drops what the agent writes on it after (a tool call's result among
+// them: a call without one has no duration measured, as when the agent
+// fails). A call answered alone leaves the run to the calls that go on.
+func (o *agentObserver) resumedRun(ev *event) {
+	if ev.alone {
+		return
+	}
+	if r := o.runs[ev.stream]; r != nil {
+		o.failRun(ev.stream, r, ev)
+	}
+	deleteStream(o.untraced, ev.stream)
+	deleteStream(o.reused, ev.stream)
 }
 
 // failedUntraced records, with metrics only, the held calls answered

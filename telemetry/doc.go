@@ -68,7 +68,10 @@
 //     adds each supervision decision (restart, stop, escalation) as a
 //     "supervision" span event to the open runs of the agent whose actor
 //     failed. A run open in an agent whose own actor fails ends with an
-//     error status and an "agent_failed" event.
+//     error status and an "agent_failed" event; so does a run, or a model
+//     request, whose stream a supervisor's Resume answered (the runtime's
+//     ERROR and END are its outcome, and what the resumed actor writes on
+//     it after, which the runtime drops, is not recorded).
 //
 // What tools and models write is bounded in the spans: a failed call's
 // status is the error message of its result (not the whole result

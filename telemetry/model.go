@@ -94,12 +94,18 @@ func (o *modelObserver) failed(_ actors.Context, err error) {
 	o.t.rec.put(&event{kind: evFailed, to: o, at: time.Now(), err: err})
 }
 
+func (o *modelObserver) resumed(a actors.ResumeAnswered, err error) {
+	o.t.rec.put(resumedEvent(o, a, err))
+}
+
 func (o *modelObserver) handle(ev *event) {
 	switch ev.kind {
 	case evIn:
 		o.request(ev)
 	case evOut:
 		o.answer(ev)
+	case evResumed:
+		o.resumedStream(ev)
 	case evFailed:
 		o.failedAll(ev)
 	}
@@ -270,17 +276,38 @@ func (o *modelObserver) finish(ch *chat, abandoned bool, at time.Time) {
 	}
 }
 
-// failed ends the requests still open: the runtime closes their streams
-// with ERROR and END, which the tap does not see.
+// failedAll ends the requests still open: the runtime closes their
+// streams with ERROR and END, which the tap does not see.
 func (o *modelObserver) failedAll(ev *event) {
-	for id, ch := range o.open {
-		for _, c := range append([]*chat{ch}, ch.queued...) {
-			c.status, c.errorType = clipText(ev.err.Error()), "model_failed"
-			o.finish(c, false, ev.at)
-		}
-		delete(o.open, id)
+	for id := range o.open {
+		o.failStream(id, failureText(ev.err), ev.at)
 	}
 	o.models = nil // the incarnation is over
+}
+
+// resumedStream ends, failed, the requests of a stream a Resume
+// answered: the runtime closed it with ERROR and END, which the tap does
+// not see, and drops what the adapter writes on it after. A call
+// answered alone leaves the stream's requests to the calls that go on.
+func (o *modelObserver) resumedStream(ev *event) {
+	if ev.alone {
+		return
+	}
+	o.failStream(ev.stream, failureText(ev.err), ev.at)
+	delete(o.models, ev.stream)
+}
+
+// failStream ends the requests of stream being answered, failed.
+func (o *modelObserver) failStream(stream, failure string, at time.Time) {
+	ch, ok := o.open[stream]
+	if !ok {
+		return
+	}
+	for _, c := range append([]*chat{ch}, ch.queued...) {
+		c.status, c.errorType = failure, "model_failed"
+		o.finish(c, false, at)
+	}
+	delete(o.open, stream)
 }
 
 func (o *modelObserver) idle() bool { return len(o.open) == 0 && len(o.models) == 0 }

@@ -2,12 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/supervisor"
 )
@@ -25,6 +27,11 @@ const (
 	evIn eventKind = iota + 1
 	evOut
 	evFailed
+	// evResumed: a supervisor's Resume answered a call of the tapped
+	// duplex (stream, callID; alone when the stream's other calls go
+	// on), the runtime closing it with ERROR and END that the tap does
+	// not see.
+	evResumed
 	evSupervision
 	evFlush
 )
@@ -45,6 +52,7 @@ type event struct {
 	// changed once a frame is emitted.
 	payload []byte
 	isError bool
+	alone   bool // evResumed: the call was answered alone on its stream
 	err     error
 	sup     *supervisor.Event
 	done    chan struct{}
@@ -86,6 +94,25 @@ func frameEvent(kind eventKind, to handler, f *messages.Frame) event {
 		}
 	}
 	return ev
+}
+
+// resumedEvent is the event of a call a Resume answered (see evResumed);
+// err is the failure, nil when the tap did not see it (a panic).
+func resumedEvent(to handler, a actors.ResumeAnswered, err error) *event {
+	return &event{kind: evResumed, to: to, at: time.Now(), stream: a.Stream, callID: a.ToolCallID, alone: a.Alone, err: err}
+}
+
+// errResumed is the failure of a call a Resume answered when the tap did
+// not see it: the duplex's Logic panicked on one of its frames.
+var errResumed = errors.New("the call failed its duplex, which its supervisor resumed")
+
+// failureText is the status of a span that err failed (errResumed for
+// nil), clipped.
+func failureText(err error) string {
+	if err == nil {
+		err = errResumed
+	}
+	return clipText(err.Error())
 }
 
 // The recorder is woken once batchSize events wait, or batchDelay after

@@ -10,13 +10,17 @@ import (
 )
 
 // observer sees the frames of one incarnation of a tapped duplex: those
-// written into its sink (in), those it emits (out, before they leave),
-// and the end of the incarnation by a failure, a restart or a stop
-// (failed: the streams still open are then closed by the runtime with
-// ERROR and END, which out does not see).
+// written into its sink (in), those it emits that go out (out, before
+// they leave, but for a frame on a call a Resume answered: see
+// tapLogic.Emit), the calls a supervisor's Resume answered (resumed: the
+// runtime closed them with ERROR and END, which out does not see; err is
+// the failure when the tap saw it, nil for a panic), and the end of the
+// incarnation by a failure, a restart or a stop (failed: the streams
+// still open are then closed by the runtime, likewise unseen).
 type observer interface {
 	in(c actors.Context, f *messages.Frame)
 	out(f *messages.Frame)
+	resumed(a actors.ResumeAnswered, err error)
 	failed(c actors.Context, err error)
 }
 
@@ -36,7 +40,18 @@ type tapLogic struct {
 	inner actors.Logic
 	obs   observer
 	c     actors.Context // of the current turn
+	// failure is the error inner failed its turn with (Fail), until the
+	// next message: the failure a Resume that follows answers a call for.
+	failure error
+	// answered are the calls a Resume answered whose END inner has not
+	// emitted yet: the runtime drops inner's frames on them. A stream's
+	// (call empty) maps to its sole call's id, or "".
+	answered map[answeredCall]string
 }
+
+// answeredCall is a call a Resume answered: a stream's, or, call set,
+// one call answered alone among its stream's.
+type answeredCall struct{ stream, call string }
 
 var (
 	_ actors.Logic              = (*tapLogic)(nil)
@@ -48,10 +63,30 @@ var (
 // Receive implements actors.Logic.
 func (t *tapLogic) Receive(c actors.Context, msg any) {
 	t.c = c
-	if f, ok := msg.(*messages.Frame); ok {
-		t.obs.in(c, f)
+	failure := t.failure
+	t.failure = nil
+	switch m := msg.(type) {
+	case *messages.Frame:
+		t.obs.in(c, m)
+	case actors.ResumeAnswered:
+		t.resumed(m, failure)
 	}
 	t.inner.Receive(t, msg)
+}
+
+// resumed closes for obs the call a Resume answered, as the runtime did,
+// and notes it: inner's frames on it, which the runtime drops, are
+// observed only if they go out (see Emit).
+func (t *tapLogic) resumed(a actors.ResumeAnswered, failure error) {
+	t.obs.resumed(a, failure)
+	if t.answered == nil {
+		t.answered = map[answeredCall]string{}
+	}
+	if a.Alone {
+		t.answered[answeredCall{a.Stream, a.ToolCallID}] = a.ToolCallID
+	} else {
+		t.answered[answeredCall{a.Stream, ""}] = a.ToolCallID
+	}
 }
 
 // ReceiveChildFrame implements actors.ChildFrameReceiver: a child's frame
@@ -74,18 +109,90 @@ func (t *tapLogic) OnFailure(c actors.Context, err error) {
 	t.obs.failed(c, err)
 }
 
-// Emit implements actors.Context.
+// Emit implements actors.Context. A frame is observed before it leaves,
+// so that whoever gets it finds it recorded after a Flush; but one on a
+// call a Resume answered, which the runtime drops until inner's END of
+// it, is observed after it was emitted, only if it went out: the call
+// has its answer, the runtime's.
 func (t *tapLogic) Emit(f *messages.Frame) {
-	t.obs.out(f)
-	t.c.Emit(f)
+	if len(t.answered) == 0 {
+		t.obs.out(f)
+		t.c.Emit(f)
+		return
+	}
+	t.emitChecked(f)
 }
 
 // EmitPassed lets actors.EmitPassed see through the tap: a wrapper
 // under it (a router keeping its own record of the streams it owes an
 // END) learns which of its frames the runtime dropped.
 func (t *tapLogic) EmitPassed(f *messages.Frame) bool {
-	t.obs.out(f)
-	return actors.EmitPassed(t.c, f)
+	if len(t.answered) == 0 {
+		t.obs.out(f)
+		return actors.EmitPassed(t.c, f)
+	}
+	return t.emitChecked(f)
+}
+
+// emitChecked emits f, observing it if it went out, with calls a Resume
+// answered (see Emit), and forgets the call inner's END ends.
+func (t *tapLogic) emitChecked(f *messages.Frame) bool {
+	k, on := t.answeredOf(f)
+	if !on {
+		t.obs.out(f)
+		return actors.EmitPassed(t.c, f)
+	}
+	passed := actors.EmitPassed(t.c, f)
+	if passed {
+		t.obs.out(f)
+	}
+	if f.GetType() == messages.FrameType_END {
+		t.ended(k, f)
+	}
+	return passed
+}
+
+// answeredOf returns the call a Resume answered that f is on, if any.
+func (t *tapLogic) answeredOf(f *messages.Frame) (answeredCall, bool) {
+	k := answeredCall{f.GetStreamId(), ""}
+	if _, ok := t.answered[k]; ok {
+		return k, true
+	}
+	if c := f.GetToolCallId(); c != "" {
+		k.call = c
+		if _, ok := t.answered[k]; ok {
+			return k, true
+		}
+	} else if f.GetType() == messages.FrameType_END {
+		for a := range t.answered { // the END of a stream ends its calls
+			if a.stream == k.stream {
+				return a, true
+			}
+		}
+	}
+	return k, false
+}
+
+// ended forgets the calls inner's END f, on the answered call k, ends:
+// the stream's with its END (or with its sole call's when it carried
+// one), a call answered alone with the END of that call or of its
+// stream (which ends all of them).
+func (t *tapLogic) ended(k answeredCall, f *messages.Frame) {
+	c := f.GetToolCallId()
+	switch {
+	case k.call == "":
+		if c == "" || c == t.answered[k] {
+			delete(t.answered, k)
+		}
+	case c != "":
+		delete(t.answered, k)
+	default:
+		for a := range t.answered {
+			if a.stream == k.stream {
+				delete(t.answered, a)
+			}
+		}
+	}
 }
 
 // Send implements actors.Context.
@@ -106,7 +213,10 @@ func (t *tapLogic) Go(key any, fn func(ctx context.Context, progress func(any)) 
 func (t *tapLogic) After(d time.Duration, key any) func() bool { return t.c.After(d, key) }
 
 // Fail implements actors.Context.
-func (t *tapLogic) Fail(err error) { t.c.Fail(err) }
+func (t *tapLogic) Fail(err error) {
+	t.failure = err
+	t.c.Fail(err)
+}
 
 // Self implements actors.Context.
 func (t *tapLogic) Self() actors.Ref { return t.c.Self() }

@@ -86,6 +86,13 @@ func TestStore_CommitLatency(t *testing.T) {
 // storeCounts returns the store calls measured, by "operation/outcome".
 func storeCounts(t *testing.T, reader sdkmetric.Reader) map[string]uint64 {
 	t.Helper()
+	return histogramCounts(t, reader, telemetry.MetricStoreDuration, "polyweave.store.operation", "polyweave.store.outcome")
+}
+
+// histogramCounts returns the measurements of the histogram named name,
+// by the values of the attributes attrs (see key).
+func histogramCounts(t *testing.T, reader sdkmetric.Reader, name string, attrs ...string) map[string]uint64 {
+	t.Helper()
 	var rm metricdata.ResourceMetrics
 	if err := reader.Collect(context.Background(), &rm); err != nil {
 		t.Fatal(err)
@@ -93,11 +100,11 @@ func storeCounts(t *testing.T, reader sdkmetric.Reader) map[string]uint64 {
 	counts := map[string]uint64{}
 	for _, sm := range rm.ScopeMetrics {
 		for _, m := range sm.Metrics {
-			if m.Name != telemetry.MetricStoreDuration {
+			if m.Name != name {
 				continue
 			}
 			for _, dp := range m.Data.(metricdata.Histogram[float64]).DataPoints {
-				counts[key(dp.Attributes, "polyweave.store.operation", "polyweave.store.outcome")] += dp.Count
+				counts[key(dp.Attributes, attrs...)] += dp.Count
 			}
 		}
 	}

@@ -215,6 +215,12 @@ func (w *Workspace) startFailure(err error) string {
 		}
 		why = "its sandbox would hide more paths than a sandbox can (sandbox.MaxHidden); no command can run until " +
 			"matches of the paths to hide are removed, and commands cannot remove them: they must be removed by the host"
+	case errors.Is(err, sandbox.ErrHiddenLinked):
+		if text, ok := sandbox.InWorkspaceTerms(err); ok {
+			return "its sandbox would show " + text + "; it never ran"
+		}
+		why = "a file to hide in the workspace has another hard link, by which commands would read it, and no " +
+			"command runs until the host removes the other links"
 	case errors.Is(err, sandbox.ErrHiddenMoved):
 		why = "a path to hide in the workspace was moved or replaced from outside the file tools since the workspace " +
 			"was opened, and no command runs until the host puts it back or opens the workspace again"

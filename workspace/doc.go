@@ -52,6 +52,16 @@
 // a folder and on a folder within it share no such lock, and a file
 // system without flock leaves each workspace to its own commands.
 //
+// A program of the host's that replaces a path to hide (renames a new
+// file over it, as editors save) while a command runs shows the new
+// file to that command, the kernel taking the cover off with the old
+// file, and the commands after it are refused as after a move: it
+// should write with write_file, or take the same lock exclusive while
+// it writes (flock -x on the workspace's root waits for the commands).
+// A file to hide with another hard link (ln .env notes.txt) would be
+// read by its other name: no command runs until the host removes the
+// link ([sandbox.ErrHiddenLinked]). See [Options.HidePaths].
+//
 // The messages of read_file and write_file show no host path: not the
 // workspace's own (they name files relative to it), nor where a file
 // opened inside was moved or what it was when deleted, nor the target of

@@ -231,6 +231,22 @@ type Options struct {
 	// nothing of the host's in them.
 	//
 	// What is hidden, and when:
+	//   - A file to hide in the workspace has one name: a sandbox covers
+	//     the name, not the file, and its other names would show it. A
+	//     file at a path to hide, or matched by a pattern, with more than
+	//     one hard link (ln .env notes.txt, by the host or a program
+	//     outside the sandboxes, or a command's link before the file's
+	//     content was written in place) refuses the set-up, and so New
+	//     and every command ([sandbox.ErrHiddenLinked]; the error names
+	//     the path, run_command's in the workspace's terms), the command
+	//     a sandbox was prepared for included, until the host removes
+	//     the other links (find -samefile names them) or puts a copy in
+	//     their place (the other names may be anywhere on the file
+	//     system, and each set-up counts the links, where finding the
+	//     names would take a walk of it). write_file and undo make no
+	//     link: they write a new file and rename it into place. A file
+	//     to hide outside the workspace is not checked: its other names
+	//     are seen where a sandbox shows their directory.
 	//   - New follows the links of each entry, once: what a path led to
 	//     then is hidden, whatever commands do to the link later; what a
 	//     pattern matched then is hidden as a path that existed then;
@@ -303,15 +319,29 @@ type Options struct {
 	//     which would otherwise make every later sandbox hide what
 	//     commands need to run. New logs a warning naming each such
 	//     entry; name the path there itself in HidePaths to hide it.
-	//   - From a command already running when a path to hide appears
-	//     or its content is written by a program of the host's
-	//     (os.WriteFile, say): its sandbox does not cover it, and it can
-	//     read, copy or move it. The file tools do not write a path to
-	//     hide while a sandboxed command runs, nor while the processes
-	//     of one killed may still run: write_file and undo refuse then
-	//     (ReasonHiddenInUse), for renaming the new file over the old
-	//     one takes the cover the command's sandbox mounted there with
-	//     it, and a new one has none.
+	//   - From a command already running when a path to hide appears,
+	//     or is replaced from outside the file tools (a new file renamed
+	//     over it, as editors save, mv, os.Rename; or removed and made
+	//     again), or gets another hard link: its sandbox does not cover
+	//     the new file, nor the other name, and the command can read,
+	//     copy or move it. The kernel detaches a mount, in every
+	//     namespace, when its mount point is renamed over or removed,
+	//     so the cover the command's sandbox put on the old file goes
+	//     with it; nothing a sandbox can mount or ask of Landlock keeps
+	//     the new one hidden (a cover on its directory would hide the
+	//     directory's other entries, and Landlock grants access beneath
+	//     a directory, the workspace, without exceptions in it). The
+	//     commands after a replacement are refused
+	//     ([sandbox.ErrHiddenMoved]). The file tools do not write a path
+	//     to hide while a sandboxed command runs, nor while the
+	//     processes of one killed may still run: write_file and undo
+	//     refuse then (ReasonHiddenInUse). A host that changes a path to
+	//     hide should do it with write_file, or hold an exclusive
+	//     flock(2) on the workspace's root directory while it does
+	//     (flock -x /the/workspace mv .env.new .env): the lock waits for
+	//     running commands, as the tools' writes do, and commands that
+	//     start meanwhile wait for it; a path to hide written in place
+	//     (its content only, the same file) stays covered.
 	//   - What a symbolic link at a path to hide, or at any directory on
 	//     the way to one or to a pattern's match, leads to outside the
 	//     workspace, when a command made the link before the path
@@ -333,9 +363,12 @@ type Options struct {
 	//     under its real name (notes.txt for a link .env -> notes.txt).
 	//     write_file refuses to write through such a link.
 	//   - A hard link a command made to a file at a path to hide before
-	//     its content was written in place: the content is visible
-	//     through the other name. write_file replaces the file (a new
-	//     one, renamed into place) and refuses a file with more than one
+	//     its content was written in place (ln notes.txt .env, then the
+	//     host's os.WriteFile of .env), to the command that made it, or
+	//     any other running as the content is written: the content is
+	//     visible through the other name. The next sandbox refuses its
+	//     command (see above). write_file replaces the file (a new one,
+	//     renamed into place) and refuses a file with more than one
 	//     link; other writers may not.
 	// A program that writes secrets into the workspace should write them
 	// with write_file. Checking the path alone with Lstat does not do:

@@ -218,7 +218,7 @@ func runAgent(ctx context.Context, cfg config, stdout, stderr io.Writer) (err er
 	if sess != nil {
 		switch stored, perr := sess.persisted(ctx); {
 		case perr != nil:
-			tr.Note("session", "cannot tell what the store holds of session %s: %v", sess.id, perr)
+			tr.Note("session", "cannot tell what the store holds of session %s: %v%s", sess.id, perr, damageHint(sess.path, perr))
 		case stored:
 			tr.Note("session", "to resume or replay it: %s", sess.resumeHint(cfg))
 		default:
@@ -454,7 +454,9 @@ func (d *driver) failure(ctx context.Context, err error) error {
 		if errors.Is(err, agent.ErrLoopRestarting) {
 			return fmt.Errorf("the agent failed: the tool loop kept restarting for other actors' failures (%d attempts not counted; the last: %s)", failed.Uncounted, failed.Reason)
 		}
-		return fmt.Errorf("the agent failed: %s%s", failed.Reason, baseURLHint(d.cfg, failed.Reason))
+		// The reason says it all; the cause stays for errors.Is (a store
+		// found damaged gets its hint: withDamageHint).
+		return &quietCause{msg: fmt.Sprintf("the agent failed: %s%s", failed.Reason, baseURLHint(d.cfg, failed.Reason)), cause: err}
 	case errors.Is(err, agent.ErrNoAnswer):
 		return errors.New("no final answer: the model still called tools after -max-iterations rounds")
 	case errors.Is(err, actors.ErrDuplexStopped):
@@ -462,6 +464,16 @@ func (d *driver) failure(ctx context.Context, err error) error {
 	}
 	return err
 }
+
+// quietCause is an error that says msg and wraps cause without saying it
+// again.
+type quietCause struct {
+	msg   string
+	cause error
+}
+
+func (e *quietCause) Error() string { return e.msg }
+func (e *quietCause) Unwrap() error { return e.cause }
 
 // baseURLHint explains the usual cause of an OpenAI-compatible server
 // answering 404 to a -base-url that does not end in /v1: the API root was
@@ -478,15 +490,15 @@ func baseURLHint(cfg config, reason string) string {
 	return fmt.Sprintf(" (-base-url is the API root, which usually ends in /v1: try %s/v1)", strings.TrimRight(cfg.baseURL, "/"))
 }
 
-// damageHint names the commands that deal with a damaged -store when err
-// says that the store's data is damaged: verify lists what is, salvage
+// damageHint names the commands that deal with a damaged -store (the file
+// store) when err says that the store's data is damaged: verify lists what is, salvage
 // copies what is not into a new file the session can go on from.
-func damageHint(cfg config, err error) string {
-	if cfg.store == "" || isPostgres(cfg.store) || !errors.Is(err, durability.ErrDamaged) {
+func damageHint(store string, err error) string {
+	if store == "" || isPostgres(store) || !errors.Is(err, durability.ErrDamaged) {
 		return ""
 	}
 	return fmt.Sprintf(" (go run ./cmd/polyweave-store verify %s lists what is damaged; go run ./cmd/polyweave-store salvage %s NEW.db copies what is intact into NEW.db, to give -store)",
-		cfg.store, cfg.store)
+		shellQuote(store), shellQuote(store))
 }
 
 // stoppedForGood is the reason an attempt failed when the loop stopped.

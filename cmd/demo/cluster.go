@@ -8,10 +8,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -42,8 +44,10 @@ func (c *clusterFlag) register(fs *flag.FlagSet) {
 		"run the session on a cluster of three member processes on loopback\n"+
 			"(protoactor cluster, the automanaged provider), kept in PostgreSQL:\n"+
 			"-store postgres://… or, without -store, a throwaway server (Debian's\n"+
-			"postgresql). The member hosting the session is killed after its first\n"+
-			"tool call, and the session resumes on another member. Scripted model only")
+			"postgresql). The member hosting the session is killed while its\n"+
+			"run_command call runs (the demo holds the call until then), and the\n"+
+			"session resumes on another member, which answers that call as\n"+
+			"interrupted; the model runs it again. Scripted model only")
 }
 
 // isPostgres says whether -store names a PostgreSQL server.
@@ -59,6 +63,9 @@ type memberConfig struct {
 	DSN    string   `json:"dsn"`
 	Schema string   `json:"schema"`
 	Root   string   `json:"root"` // sessions work in Root/<session id>
+	// Held is a folder shared by the members: the first run_command call
+	// of each session is held until its member dies (holdFirstCommand).
+	Held string `json:"held"`
 }
 
 // clusterSchema is the PostgreSQL schema the demo's cluster keeps its
@@ -66,8 +73,8 @@ type memberConfig struct {
 const clusterSchema = "polyweave_demo"
 
 // runCluster is the demo with -cluster: it starts the members, runs the
-// session from a cluster client, kills the member that hosts it after its
-// first tool call, and prints where the session ended.
+// session from a cluster client, kills the member that hosts it while its
+// run_command call runs, and prints where the session ended.
 func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err error) {
 	switch {
 	case cfg.baseURL != "" || cfg.provider != "":
@@ -124,6 +131,11 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 	if id == "" {
 		id = newSessionID()
 	}
+	held, err := os.MkdirTemp("", "polyweave-cluster-held-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(held)
 
 	ports, err := freeLoopbackPorts(clusterMembers)
 	if err != nil {
@@ -139,16 +151,18 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 	}
 	var out sync.Mutex // members print concurrently
 	members := make([]*member, len(ports))
-	toolDone := make(chan int, 16) // member index, after a tool result
+	running := make(chan int, 1) // the index of the member holding the session's run_command call
 	for i := range ports {
-		mc := memberConfig{Index: i + 1, Port: ports[i], Hosts: hosts, DSN: dsn, Schema: clusterSchema, Root: root}
+		mc := memberConfig{Index: i + 1, Port: ports[i], Hosts: hosts, DSN: dsn, Schema: clusterSchema, Root: root, Held: held}
 		m, err := startMember(self, mc, func(line string) {
 			out.Lock()
 			defer out.Unlock()
-			if rest, ok := strings.CutPrefix(line, "@tool "); ok && strings.HasPrefix(rest, id+" ") {
-				select {
-				case toolDone <- mc.Index:
-				default:
+			if rest, ok := strings.CutPrefix(line, "@running "); ok {
+				if rest == id {
+					select {
+					case running <- mc.Index:
+					default:
+					}
 				}
 				return
 			}
@@ -192,19 +206,20 @@ func runCluster(ctx context.Context, cfg config, stdout, stderr io.Writer) (err 
 	killed := 0
 	for {
 		select {
-		case i := <-toolDone:
-			if killed != 0 {
-				continue
-			}
+		case i := <-running:
 			killed = i
 			members[i-1].kill()
-			note("killed member %d with SIGKILL after the session's first tool call, whose result is stored (no call was running): the session moves to another member", i)
+			note("killed member %d with SIGKILL while the session's run_command call ran there: the session moves to another member, "+
+				"which answers that call as interrupted (not run again: a command may not be run twice) and goes on", i)
 		case o := <-done:
 			if o.err != nil {
 				return o.err
 			}
 			note("answer from member %s (activation %d of the session):\n\n%s\n", memberOf(o.res.Member, members), o.res.Epoch, o.res.Text)
-			if killed != 0 && o.res.Epoch < 2 {
+			switch {
+			case killed == 0:
+				note("no member was killed: the session's run_command call was not held")
+			case o.res.Epoch < 2:
 				note("the session ended before the kill took effect")
 			}
 			fmt.Fprintf(stdout, "session %s kept in PostgreSQL (schema %s); "+kept+"\n", id, clusterSchema, filepath.Join(root, id))
@@ -333,8 +348,11 @@ func runMember(ctx context.Context, raw string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// A model takes its time: here, a second per answer after the first,
-	// which is when the demo kills the member.
+	// The member that hosts the session is killed while its run_command
+	// call runs: the next member answers the call as interrupted, and
+	// the model, reading that, runs the command again.
+	script = retryCall(script, 2, "was interrupted: the member running it was killed")
+	// A model takes its time: here, a second per answer after the first.
 	for i := 1; i < len(script.Turns); i++ {
 		script.Turns[i].Delay = time.Second
 	}
@@ -373,13 +391,17 @@ func runMember(ctx context.Context, raw string, stdout io.Writer) error {
 		if err != nil {
 			return actors.Spec{}, nil, err
 		}
+		if ts, err = holdFirstCommand(ts, mc.Held, id, say); err != nil {
+			return actors.Spec{}, nil, err
+		}
 		say("session %s activated here; it works in %s", id, dir)
 		return model.Spec("model"), &tools.LoopOptions{
 			RouterOptions: tools.RouterOptions{Name: "agent", Tools: ts},
 			SystemPrompt:  systemPromptFor(ws.Protections(), nil),
+			// The retry of the interrupted call is a round of its own.
+			MaxIterations: defaultMaxIterations,
 			OnToolResult: func(ev tools.ToolResultEvent) {
 				say("session %s: %s → %s", id, clip(ev.Call.GetName()+" "+string(ev.Call.GetPayload())), clip(string(ev.Result.GetPayload())))
-				say("@tool %s %s", id, ev.Call.GetToolCallId())
 			},
 		}, nil
 	}
@@ -396,4 +418,43 @@ func runMember(ctx context.Context, raw string, stdout io.Writer) error {
 	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return m.Close(cctx)
+}
+
+// holdFirstCommand returns ts with a run_command that holds the first
+// call of session id, in whichever member runs it, until the call's
+// context ends (the member is killed; or it stops), so that the kill
+// falls while the call runs, every time: the member says "@running id"
+// once it holds it. The folder held, shared by the members, marks the
+// sessions whose call was held; the calls after it run.
+func holdFirstCommand(ts []*tools.Tool, held, id string, say func(format string, a ...any)) ([]*tools.Tool, error) {
+	if held == "" {
+		return ts, nil
+	}
+	out := slices.Clone(ts)
+	for i, t := range out {
+		if t.Name() != workspace.RunCommandToolName {
+			continue
+		}
+		def := t.Definition()
+		run := def.Handler
+		def.Handler = func(ctx context.Context, args json.RawMessage) (any, error) {
+			f, err := os.OpenFile(filepath.Join(held, id), os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+			switch {
+			case errors.Is(err, fs.ErrExist): // held once already
+				return run(ctx, args)
+			case err != nil:
+				return nil, fmt.Errorf("mark the call held: %w", err)
+			}
+			f.Close()
+			say("session %s: %s is running (held until its member is killed)", id, clip(def.Name+" "+string(args)))
+			say("@running %s", id)
+			<-ctx.Done()
+			return nil, context.Cause(ctx)
+		}
+		var err error
+		if out[i], err = tools.New(def); err != nil {
+			return nil, fmt.Errorf("hold %s: %w", def.Name, err)
+		}
+	}
+	return out, nil
 }

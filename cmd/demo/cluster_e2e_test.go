@@ -25,9 +25,10 @@ import (
 
 // TestDemo_ClusterMovesTheSession runs the demo binary with -cluster and
 // -store postgres://… (a throwaway server): three member processes; the
-// member that hosts the session is killed after its first tool call, and
-// the session resumes on another member (its second activation), which
-// gives the scripted final answer without running the first call again.
+// member that hosts the session is killed while its run_command call
+// runs, and the session resumes on another member (its second
+// activation), which answers that call as interrupted and gives the
+// scripted final answer without running the first call again.
 func TestDemo_ClusterMovesTheSession(t *testing.T) {
 	binaryTest(t)
 	srv, err := pgtest.Start(nil)
@@ -65,8 +66,9 @@ func TestDemo_ClusterThrowawayPostgres(t *testing.T) {
 }
 
 // checkClusterRun checks the output of a -cluster run: the session was
-// activated on the member that was then killed, and again on another
-// one, which answered without running the first call again.
+// activated on the member that was then killed while it ran run_command,
+// and again on another one, which answered that call as interrupted and
+// went on without running the first call again.
 func checkClusterRun(t *testing.T, res processResult) {
 	t.Helper()
 	if res.code != 0 {
@@ -93,15 +95,25 @@ func checkClusterRun(t *testing.T, res processResult) {
 	if n := strings.Count(out, "write_file {"); n != 1 {
 		t.Errorf("write_file ran %d times, want once (its result was stored before the kill):\n%s", n, out)
 	}
-	// The kill falls between calls, as the README says: the first call's
-	// result, shown by the member that ran it, comes before the kill, and
-	// no call is interrupted.
-	wrote := regexp.MustCompile(`\[member (\d)\] session \S+: write_file \{.*→ \{"success":true`).FindStringSubmatchIndex(out)
-	if at := strings.Index(out, "killed member"); wrote == nil || at < wrote[1] || killed == nil || out[wrote[2]:wrote[3]] != killed[1] {
-		t.Errorf("want write_file's result from the member killed after it, before the kill:\n%s", out)
+	// The kill falls while run_command runs, as the README says: the
+	// member that was killed showed write_file's result and then
+	// run_command running; the next member answers run_command as
+	// interrupted, and the model runs it again there.
+	at := strings.Index(out, "killed member")
+	for _, re := range []string{`\[member (\d)\] session \S+: write_file \{.*→ \{"success":true`, `\[member (\d)\] session \S+: run_command \{.*\} is running`} {
+		m := regexp.MustCompile(re).FindStringSubmatchIndex(out)
+		if m == nil || at < m[1] || killed == nil || out[m[2]:m[3]] != killed[1] {
+			t.Errorf("want %s from the member killed after it, before the kill:\n%s", re, out)
+		}
 	}
-	if strings.Contains(out, string(tools.FailureInterrupted)) {
-		t.Errorf("a call was interrupted, though the kill falls between calls:\n%s", out)
+	results := regexp.MustCompile(`\[member (\d)\] session \S+: run_command \{.*→ \{"success":(\w+),(.*)`).FindAllStringSubmatch(out, -1)
+	switch {
+	case len(results) != 2:
+		t.Errorf("want two run_command results (interrupted, then run again), got %d:\n%s", len(results), out)
+	case results[0][1] == killed[1] || results[0][2] != "false" || !strings.Contains(results[0][3], string(tools.FailureInterrupted)):
+		t.Errorf("want run_command answered as interrupted by the next member:\n%s", out)
+	case results[1][1] != results[0][1] || results[1][2] != "true":
+		t.Errorf("want run_command run again, with success, by the next member:\n%s", out)
 	}
 }
 

@@ -2,11 +2,17 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/polyweave/polyweave-go/agent"
+	"github.com/polyweave/polyweave-go/durability"
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
 )
 
@@ -52,5 +58,32 @@ func TestRun_DamagedStoreNamesPolyweaveStore(t *testing.T) {
 		if !strings.Contains(stderr.String(), want) {
 			t.Errorf("the error lacks %q: %s", want, stderr.String())
 		}
+	}
+}
+
+// Damage the tool loop meets mid-run (the agent fails for good with the
+// store's error) gets the same hint as damage found at start-up: the
+// failure keeps the store's error for errors.Is, and the run's error
+// names the commands.
+func TestRun_DamageMidRunNamesPolyweaveStore(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "demo.db")
+	cfg := config{store: path, session: "s1", timeout: time.Minute}
+	d := &driver{cfg: cfg, tr: newTranscript(io.Discard, nil, time.Now())}
+	damage := &durability.StoreError{Op: durability.OpGetEvents, Name: agent.SessionKey(agentName, "s1"),
+		Err: durability.Damaged(path, durability.RecordEvent, 3, "checksum mismatch")}
+	failed := &agent.FailedError{Agent: agentName, Session: "s1", Attempts: 1, Reason: damage.Error(),
+		Err: fmt.Errorf("%w: the store failed for good: %w", agent.ErrPermanent, damage)}
+	err := withDamageHint(cfg, d.failure(context.Background(), failed))
+	var stderr strings.Builder
+	if code := exitCode(err, &stderr); code != 1 {
+		t.Errorf("exit %d, want 1: %v", code, err)
+	}
+	for _, want := range []string{"the agent failed", "event 3 is damaged", "go run ./cmd/polyweave-store verify " + path, "go run ./cmd/polyweave-store salvage " + path + " "} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("the error lacks %q: %s", want, stderr.String())
+		}
+	}
+	if n := strings.Count(stderr.String(), "event 3 is damaged"); n != 1 {
+		t.Errorf("the damage is told %d times, want once: %s", n, stderr.String())
 	}
 }

@@ -120,16 +120,23 @@ func withRetryTurn(script scripted.Script, at crashPoint) scripted.Script {
 	if at.site != crashTool {
 		return script
 	}
+	return retryCall(script, at.n, "failed: the tool crashed")
+}
+
+// retryCall returns script with a turn after the one that makes its nth
+// call, in which the model, told that the call what, makes it again (with
+// the id <id>_retry).
+func retryCall(script scripted.Script, nth int, what string) scripted.Script {
 	n := 0
 	for i, turn := range script.Turns {
 		for _, call := range turn.ToolCalls {
-			if n++; n != at.n {
+			if n++; n != nth {
 				continue
 			}
 			call.ID += "_retry"
 			call.Split, call.Chunks = 0, nil
 			retry := scripted.Turn{
-				Text:      fmt.Sprintf("The %s call failed: the tool crashed. Trying it again.", call.Name),
+				Text:      fmt.Sprintf("The %s call %s. Trying it again.", call.Name, what),
 				ToolCalls: []scripted.ToolCall{call},
 			}
 			turns := append([]scripted.Turn(nil), script.Turns[:i+1]...)

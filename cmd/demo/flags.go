@@ -76,7 +76,7 @@ Examples:
   demo -json | jq .type                  frames as JSON lines
   demo -team                             a lead agent delegating to two sub-agents
   demo -team -ui 127.0.0.1:8080          the same, watched live in the browser
-  demo -cluster -store postgres://…      three member processes; the session's member is killed and it moves
+  demo -cluster -store postgres://…      three member processes; the session's member is killed mid-call and it moves
   demo -base-url http://localhost:11434/v1 -model llama3.1   local Ollama
   demo -base-url https://api.openai.com/v1 -prompt "..."     OpenAI ($OPENAI_API_KEY)
   demo -provider anthropic -prompt "..."                     Anthropic ($ANTHROPIC_API_KEY)

@@ -63,9 +63,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg.cluster.on {
 		return runCluster(ctx, cfg, stdout, stderr)
 	}
-	err = runAgent(ctx, cfg, stdout, stderr)
-	if hint := damageHint(cfg, err); hint != "" {
-		err = fmt.Errorf("%w%s", err, hint)
+	return withDamageHint(cfg, runAgent(ctx, cfg, stdout, stderr))
+}
+
+// withDamageHint is err followed by damageHint's commands when err says
+// that the -store's data is damaged.
+func withDamageHint(cfg config, err error) error {
+	if hint := damageHint(cfg.store, err); hint != "" {
+		return fmt.Errorf("%w%s", err, hint)
 	}
 	return err
 }

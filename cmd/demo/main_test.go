@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -738,5 +739,21 @@ func TestDriverFailure_LabelsOnlyWhatTheContextEnded(t *testing.T) {
 				t.Errorf("failure: %v, want %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// A journal records one agent's writes: the team's agents would share
+// the run's -undo, and undoing the session of one would undo another's
+// writes, so -team refuses -undo (and -approve) before anything starts.
+func TestParseFlags_TeamRefusesUndo(t *testing.T) {
+	for _, args := range [][]string{{"-team", "-undo"}, {"-team", "-approve", "deny"}} {
+		_, err := parseFlags(args, io.Discard)
+		var usage *usageError
+		if !errors.As(err, &usage) || !strings.Contains(err.Error(), "not with -team") {
+			t.Errorf("%v: err = %v, want a usage error refusing -team", args, err)
+		}
+		if code := exitCode(err, io.Discard); code != 2 {
+			t.Errorf("%v: exit %d, want 2", args, code)
+		}
 	}
 }

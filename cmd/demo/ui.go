@@ -95,7 +95,7 @@ func (u *liveView) restore(s *session) {
 		return
 	}
 	if err := u.insp.RestoreAgentApprovals(s.store, agentName, s.id); err != nil {
-		u.tr.Note("ui", "the calls waiting for approval are not shown: %v", err)
+		u.tr.Note("ui", "the calls waiting for approval are not shown: %v%s", err, damageHint(s.path, err))
 	}
 }
 

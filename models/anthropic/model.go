@@ -87,7 +87,12 @@ type Options struct {
 	// to another origin (scheme, host or port) is not followed, whatever
 	// the status: its body, the prompt, is for the API's server alone; the
 	// answer fails, permanently and without a retry, saying the method
-	// and the status (not the place the redirect points to). A client given with a
+	// and the status (not the place the redirect points to). Nor is one
+	// redirected on the API's origin with 301, 302 or 303, which the client
+	// would send on as a GET without the prompt, and whose answer is none
+	// to it: the answer fails so too, saying the status and the place (the
+	// values of its query cut); 307 and 308 keep the method and the body,
+	// and are followed. A client given with a
 	// CheckRedirect of its own has it decide instead, and a redirect it
 	// lets through goes to the other origin without the headers that may
 	// carry credentials (Authorization, X-Api-Key, Api-Key, any whose name

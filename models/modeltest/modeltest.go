@@ -40,6 +40,7 @@ import (
 
 	"github.com/polyweave/polyweave-go/actors"
 	"github.com/polyweave/polyweave-go/internal/leakcheck"
+	"github.com/polyweave/polyweave-go/internal/urlredact"
 	"github.com/polyweave/polyweave-go/messages"
 	"github.com/polyweave/polyweave-go/models"
 	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
@@ -527,6 +528,68 @@ func WantRedirectLoopStoppedOnce(t testing.TB, rg *Rig, r *models.Response) {
 	}
 }
 
+// movedPath is where [RedirectHere] points its redirects, with
+// movedToken in the query of the Location.
+const (
+	movedPath  = "/moved"
+	movedToken = "moved-token-0123456789"
+)
+
+// RedirectHere returns a handler answering a request with a redirect of
+// status to another path of the server's own origin (a token in the
+// query of its Location), and a request there with body, SSE bytes of a
+// valid answer: what an adapter following the redirect would read as the
+// model's reply.
+func RedirectHere(status int, body string) Handler {
+	return func(n int, w http.ResponseWriter, r *http.Request, b map[string]json.RawMessage) {
+		if r.URL.Path == movedPath {
+			StreamBody(body)(n, w, r, b)
+			return
+		}
+		http.Redirect(w, r, movedPath+"?sig="+movedToken, status)
+	}
+}
+
+// WantRedirectHereRefused checks that r, the answer of rg's adapter (one
+// that retries, MaxRetries above zero) to [RedirectHere] with status 301,
+// 302 or 303, which http.Client would follow with a GET without the
+// prompt, failed saying so, with the status and the Location (the values
+// of its query cut), after the one request the server got, a POST to
+// path: none reached the Location, and no retry sent the prompt again.
+func WantRedirectHereRefused(t testing.TB, rg *Rig, r *models.Response, status int, path string) {
+	t.Helper()
+	want := fmt.Sprintf("the server redirected the POST with HTTP %d %s to %s%s?sig=%s, which would send it on as a GET without its body",
+		status, http.StatusText(status), rg.URL, movedPath, urlredact.Mark)
+	if !r.Failed || !strings.Contains(r.Error, want) {
+		t.Errorf("failed %v with %q (text %q), want the refused redirect: %q", r.Failed, r.Error, r.Text, want)
+	}
+	if strings.Contains(r.Error, movedToken) {
+		t.Errorf("error %q shows the token of the Location's query", r.Error)
+	}
+	if got := rg.Requested(); !slices.Equal(got, []string{"POST " + path}) {
+		t.Errorf("the server got %q; want one POST %s: the redirect is neither followed nor retried", got, path)
+	}
+}
+
+// WantRedirectHereFollowed checks that r, the answer of rg's adapter to
+// [RedirectHere] with status 307 or 308, which keep the method and the
+// body, is the answer at the Location, text, got by a POST of the same
+// body as the one to path.
+func WantRedirectHereFollowed(t testing.TB, rg *Rig, r *models.Response, path, text string) {
+	t.Helper()
+	if r.Failed || r.Text != text {
+		t.Errorf("failed %v with %q, text %q; want the answer at the Location, %q", r.Failed, r.Error, r.Text, text)
+	}
+	if got, want := rg.Requested(), []string{"POST " + path, "POST " + movedPath}; !slices.Equal(got, want) {
+		t.Fatalf("the server got %q; want %q", got, want)
+	}
+	first, _ := json.Marshal(rg.Body(0))
+	second, _ := json.Marshal(rg.Body(1))
+	if !JSONEqual(first, second) {
+		t.Errorf("the redirect sent %s; want the first request's body, %s", second, first)
+	}
+}
+
 // WantStatusDescribed checks that r, the answer to [GatewayErrorPage]
 // from a server reached at a base URL holding the user info
 // "user:"+password, failed with an error that says the status, the
@@ -675,6 +738,7 @@ type Rig struct {
 	mu     sync.Mutex
 	bodies []map[string]json.RawMessage
 	heads  []http.Header
+	lines  []string // method and path
 }
 
 // NewRig registers a check for leaked goroutines (it runs last), starts a
@@ -712,6 +776,7 @@ func newRig(t *testing.T, handle Handler, adapter func(url string, client *http.
 		n := len(rg.bodies)
 		rg.bodies = append(rg.bodies, body)
 		rg.heads = append(rg.heads, r.Header.Clone())
+		rg.lines = append(rg.lines, r.Method+" "+r.URL.Path)
 		rg.mu.Unlock()
 		handle(n, w, r, body)
 	})
@@ -757,6 +822,14 @@ func (rg *Rig) Requests() int {
 	rg.mu.Lock()
 	defer rg.mu.Unlock()
 	return len(rg.bodies)
+}
+
+// Requested is the method and path of each request the server has
+// received, in arrival order ("POST /v1/messages").
+func (rg *Rig) Requested() []string {
+	rg.mu.Lock()
+	defer rg.mu.Unlock()
+	return slices.Clone(rg.lines)
 }
 
 // Body returns the body of request n, failing the test when the server

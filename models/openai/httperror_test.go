@@ -274,6 +274,25 @@ func TestAdapter_RefusedRedirectIsNotRetried(t *testing.T) {
 	}
 }
 
+// A request the server redirects on its own origin with 301, 302 or
+// 303 is refused, and not retried: http.Client would send it on as a
+// GET without its body, the prompt, and read what answers there (a
+// valid-looking reply) as the model's. 307 and 308 keep the method and
+// the body, and are followed.
+func TestAdapter_SameOriginRedirectThatDropsThePrompt(t *testing.T) {
+	for _, status := range []int{http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther, http.StatusTemporaryRedirect, http.StatusPermanentRedirect} {
+		t.Run(http.StatusText(status), func(t *testing.T) {
+			rg := newRig(t, openai.Options{MaxRetries: 2}, modeltest.RedirectHere(status, sse(content("Moved in"), finish("stop"))))
+			r := rg.Ask("s1", userAsk)
+			if status == http.StatusTemporaryRedirect || status == http.StatusPermanentRedirect {
+				modeltest.WantRedirectHereFollowed(t, rg, r, "/v1/chat/completions", "Moved in")
+				return
+			}
+			modeltest.WantRedirectHereRefused(t, rg, r, status, "/v1/chat/completions")
+		})
+	}
+}
+
 // A request the server redirects in a loop on its own origin is stopped
 // after 10 redirects, and not retried: the loop would stop the retry as
 // it stopped the first attempt, after the prompt went to the server 10

@@ -86,6 +86,24 @@
 // signals. Its runtime prints no stack trace (GOTRACEBACK=none) into
 // the command's stderr should it fail.
 //
+// # What the covers do not hide
+//
+// A cover is on a name, for as long as that name holds its file. A file
+// to hide in the workspace with another hard link would be shown by
+// its other name: the set-up refuses it, and Run's check one linked
+// since ([ErrHiddenLinked]). A file to hide replaced from outside the
+// sandbox while its command runs (renamed over, as editors save, or
+// removed and made again) is shown to that command: the kernel
+// detaches a mount, in every namespace, when its mount point is renamed
+// over or removed, and neither a mount (one on the directory would
+// hide its other entries) nor Landlock (which grants access beneath
+// the workspace, without exceptions) keeps the new file hidden. Later
+// set-ups refuse ([ErrHiddenMoved]). A host changes a path to hide
+// while no command runs (package workspace's write_file refuses while
+// one does, and an exclusive flock(2) on the workspace's root waits
+// for them), or writes it in place, which keeps the file and its
+// cover.
+//
 // # What the limits do not bound
 //
 // RLIMIT_AS bounds each process's mappings, not the kernel's memory

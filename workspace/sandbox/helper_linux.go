@@ -92,7 +92,9 @@ type report struct {
 	// HiddenMoved: for ErrHiddenMoved; TooMany: for ErrTooManyHidden;
 	// Stale: the prepared sandbox refused its command
 	// (ErrPreparedStale).
+	// Linked: for ErrHiddenLinked.
 	HiddenMoved bool `json:"hiddenMoved,omitempty"`
+	Linked      bool `json:"linked,omitempty"`
 	TooMany     bool `json:"tooMany,omitempty"`
 	Stale       bool `json:"stale,omitempty"`
 	// Resources: for want of a resource (see ErrResources).
@@ -174,14 +176,14 @@ func helperMain() int {
 		status.send(report{Phase: "error", Error: "decode the set-up request: " + err.Error()})
 		return 2
 	}
-	cov := covers{}
+	cov := covers{mounts: map[uint64]bool{}, files: map[string]int{}}
 	prot, wsPath, targets, err := setUp(&setup, cov)
 	if err != nil {
 		r := failure(err)
 		r.Protections = prot
 		r.Unsupported, r.Config = errors.Is(err, ErrUnsupported), errors.Is(err, ErrConfig)
 		r.HiddenMoved, r.Resources = errors.Is(err, ErrHiddenMoved), errors.Is(err, ErrResources)
-		r.TooMany = errors.Is(err, ErrTooManyHidden)
+		r.TooMany, r.Linked = errors.Is(err, ErrTooManyHidden), errors.Is(err, ErrHiddenLinked)
 		status.send(r)
 		return 2
 	}
@@ -219,7 +221,7 @@ func helperMain() int {
 	// this process lists what the command could make readable.
 	if err := checkCovered(&setup, req.LinkTargets, wsPath, cov); err != nil {
 		r := failure(err)
-		r.Stale = true
+		r.Stale, r.Linked = true, errors.Is(err, ErrHiddenLinked)
 		status.send(r)
 		return 2
 	}
@@ -430,7 +432,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 	var covered []string
 	for _, h := range plan.outside {
 		ancestor := slices.Contains(plan.ancestors, h)
-		ok, err := cov.hide(h, ancestor, plan.ids[h], false)
+		ok, err := cov.hide(h, ancestor, plan.ids[h], "")
 		if err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
@@ -480,7 +482,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		if within(wsPath, h) || outside.holds(h) {
 			continue
 		}
-		if _, err := cov.hide(h, false, HiddenPath{}, false); err != nil {
+		if _, err := cov.hide(h, false, HiddenPath{}, ""); err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 		outside.add(h)
@@ -495,7 +497,7 @@ func setUp(req *setupRequest, cov covers) (*Protections, string, []string, error
 		return p, "", nil, err
 	}
 	for _, h := range plan.inside {
-		if _, err := cov.hide(h, false, plan.ids[h], true); err != nil {
+		if _, err := cov.hide(h, false, plan.ids[h], wsPath); err != nil {
 			return p, "", nil, fmt.Errorf("hide %s: %w", h, err)
 		}
 	}
@@ -768,8 +770,14 @@ func freshDev(shm string) (ptys bool, err error) {
 // check takes a mount root for a cover only when it is one of them:
 // the set-up makes other mounts in the workspace (pinWays' pins, each
 // a directory of the workspace, readable), which the host may move to
-// a name the sandbox must hide.
-type covers map[uint64]bool
+// a name the sandbox must hide. files holds each file (not directory)
+// covered in the workspace open (O_PATH), by its path, so that Run's
+// check counts its links as they are then: the cover shows /dev/null
+// there.
+type covers struct {
+	mounts map[uint64]bool
+	files  map[string]int
+}
 
 // fdBirth is when the file fd refers to (O_PATH will do) was made (see
 // [HiddenPath.Birth]): 0 when its file system does not say.
@@ -791,8 +799,11 @@ func fdBirth(fd int) int64 {
 // a path inside the workspace is refused ([ErrHiddenMoved]); outside
 // it, what is there now is hidden (a file replaced by a rename, say).
 // A path that is gone is left alone, unless it had an identity inside
-// the workspace; covered says whether the path was covered.
-func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) (covered bool, err error) {
+// the workspace; covered says whether the path was covered. A file
+// inside the workspace (wsPath is "" for a path outside it) with more
+// than one hard link is refused ([ErrHiddenLinked]).
+func (c covers) hide(path string, ancestor bool, id HiddenPath, wsPath string) (covered bool, err error) {
+	inside := wsPath != ""
 	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
@@ -809,13 +820,24 @@ func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) (co
 	case err != nil:
 		return false, err
 	}
-	defer unix.Close(fd)
+	keep := false
+	defer func() {
+		if !keep {
+			unix.Close(fd)
+		}
+	}()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return false, err
 	}
 	if inside && identified && (uint64(st.Dev) != id.Dev || st.Ino != id.Ino || id.Birth != fdBirth(fd)) {
 		return false, fmt.Errorf("%w: %s holds another file than when the workspace was opened", ErrHiddenMoved, path)
+	}
+	file := inside && st.Mode&unix.S_IFMT != unix.S_IFDIR
+	if file {
+		if err := linkedError(path, wsPath, uint64(st.Nlink)); err != nil {
+			return false, err
+		}
 	}
 	var cover int
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
@@ -834,8 +856,30 @@ func (c covers) hide(path string, ancestor bool, id HiddenPath, inside bool) (co
 	if err := unix.MoveMount(cover, "", fd, "", unix.MOVE_MOUNT_F_EMPTY_PATH|unix.MOVE_MOUNT_T_EMPTY_PATH); err != nil {
 		return false, err
 	}
-	c[mnt] = true
+	c.mounts[mnt] = true
+	if file {
+		if old, ok := c.files[path]; ok {
+			unix.Close(old)
+		}
+		c.files[path], keep = fd, true
+	}
 	return true, nil
+}
+
+// linkedError is the error of a file to hide at path, in the workspace
+// wsPath, that has nlink hard links: nil for one (or none, the file
+// being removed meanwhile), ErrHiddenLinked for more, with a text in
+// the workspace's terms ([InWorkspaceTerms]).
+func linkedError(path, wsPath string, nlink uint64) error {
+	if nlink <= 1 {
+		return nil
+	}
+	text := func(name string) string {
+		return fmt.Sprintf("a file to hide, %s, with %d hard links: a sandbox hides the one name, and commands "+
+			"would read the file by its others; no command runs until the host removes the other links "+
+			"(find -samefile names them) or puts a copy in their place", name, nlink)
+	}
+	return workspaceTermsError{fmt.Errorf("%w: %s", ErrHiddenLinked, text(path)), text(relName(path, wsPath))}
 }
 
 // emptyTmpfs makes a detached mount of a new, empty tmpfs, read-only
@@ -1279,6 +1323,17 @@ func checkCovered(req *setupRequest, targets []string, wsPath string, cov covers
 			}
 		}
 	}
+	// A link made to a covered file since would show it under its
+	// other name.
+	for _, h := range slices.Sorted(maps.Keys(cov.files)) {
+		var st unix.Stat_t
+		if err := unix.Fstat(cov.files[h], &st); err != nil {
+			return fmt.Errorf("%s: %w", h, err)
+		}
+		if err := linkedError(h, wsPath, uint64(st.Nlink)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -1308,7 +1363,7 @@ func (c covers) isCovered(path string, mustExist bool) error {
 	if st.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT == 0 || st.Mask&unix.STATX_MNT_ID == 0 {
 		return errors.New("the kernel does not say which files are mount roots, nor of which mount (statx, Linux 5.8)")
 	}
-	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || !c[st.Mnt_id] {
+	if st.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0 || !c.mounts[st.Mnt_id] {
 		return errNotCovered
 	}
 	return nil

@@ -113,13 +113,16 @@ func TestPreparedSandboxRefusesWhenHiddenPathChanged(t *testing.T) {
 			// The same file taken away and put back (its inode, its
 			// content): the prepared sandbox's cover went with the old
 			// name, as it does when a file system gives a new file the
-			// inode number just freed.
+			// inode number just freed. The name that held it goes
+			// too: a file to hide with another link is refused
+			// (ErrHiddenLinked).
 			held := filepath.Join(t.TempDir(), "held")
 			key := filepath.Join(dir, "key.pem")
 			for _, step := range []func() error{
 				func() error { return os.Link(key, held) },
 				func() error { return os.Remove(key) },
 				func() error { return os.Link(held, key) },
+				func() error { return os.Remove(held) },
 			} {
 				if err := step(); err != nil {
 					t.Fatal(err)

@@ -254,6 +254,11 @@ func sandboxesOwn(p string) bool { return within(p, "/tmp") || within(p, "/dev")
 // no mount point (a command can remove or retarget it), so every later
 // set-up hides that place too, whatever became of the link, for as
 // long as the Config is kept: see [LinkTargets].
+//
+// A file to hide in the workspace must have one hard link
+// ([ErrHiddenLinked]), and is shown to a running command when it is
+// replaced from outside the sandbox meanwhile (see the package's
+// "What the covers do not hide").
 type HiddenPath struct {
 	Path string `json:"path"`
 	// Dev and Ino are 0 when nothing was there: the entry is then
@@ -310,6 +315,21 @@ type HiddenPath struct {
 // it held may now be elsewhere, visible. Someone must put it back, or
 // open the workspace again.
 var ErrHiddenMoved = errors.New("a hidden path in the workspace was moved or replaced")
+
+// ErrHiddenLinked is wrapped by the set-up error of a sandbox that
+// refused to run its command because a file to hide beneath the
+// workspace has more than one hard link: a sandbox covers a name, not
+// the file, so the file's other names (ln .env notes.txt, made from
+// outside the sandboxes) would show it to commands, and finding them
+// would take a walk of the file system at each set-up (they may be
+// anywhere on it, in the workspace or not). The host must remove the
+// other links (find -samefile names them), or copy the file rather
+// than link it. The links of a file to hide outside the workspace are
+// not counted: its other names are seen where a sandbox shows their
+// directory (see [ReadableDirs]). Run's check of a prepared sandbox
+// counts them again, and refuses ([ErrPreparedStale], wrapping this
+// too) a file linked since the set-up.
+var ErrHiddenLinked = errors.New("a hidden file in the workspace has another hard link")
 
 // LinkTargets is the set of places in a workspace where links led the
 // paths to hide ([Config.Resolved]) when a sandbox was set up: a link

@@ -284,6 +284,8 @@ func (p *Process) RunContext(ctx context.Context, shell, command string, env []s
 	switch {
 	case r.Phase == "checked":
 		return nil
+	case r.Stale && r.Linked:
+		return r.carried(markedError{fmt.Errorf("%w: %s", ErrPreparedStale, r.Error), ErrHiddenLinked})
 	case r.Stale:
 		return r.carried(fmt.Errorf("%w: %s", ErrPreparedStale, r.Error))
 	}
@@ -468,6 +470,8 @@ func launch(ctx context.Context, req setupRequest, root *os.File, stdout, stderr
 			err = markedError{err, ErrConfig}
 		case r.HiddenMoved:
 			err = markedError{err, ErrHiddenMoved}
+		case r.Linked:
+			err = markedError{err, ErrHiddenLinked}
 		case r.TooMany:
 			err = markedError{err, ErrTooManyHidden}
 		case r.Resources:

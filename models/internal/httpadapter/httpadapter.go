@@ -169,19 +169,36 @@ func dropCredentialsOnRedirect(c *http.Client) *http.Client {
 // any status, before http.Client sees the redirect: the request's body is
 // the prompt, which is for the API's server alone. The error says the
 // method and the status, not the place the redirect points to, which the
-// server writes as it likes (a token in its query). It stands under the
-// client of an endpoint unless the Config's client has a CheckRedirect of
-// its own, which then decides.
+// server writes as it likes (a token in its query). On the origin, it
+// fails a request other than a GET or HEAD redirected with 301, 302 or
+// 303, which http.Client would send on as a GET without its body: what
+// answered that GET is no answer to the prompt, and the adapter would
+// read it as the model's. That error names the place (the origin's, the
+// values of its query and fragment cut: urlredact.URL). 307 and 308 keep
+// the method and the body, and are followed on the origin. It stands
+// under the client of an endpoint unless the Config's client has a
+// CheckRedirect of its own, which then decides (it sees the GET
+// http.Client would send).
 type sameOriginRedirects struct{ next http.RoundTripper }
 
 func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) {
 	res, err := s.next.RoundTrip(r)
-	if err != nil || !leavesOrigin(r, res) {
+	if err != nil {
 		return res, err
 	}
+	switch {
+	case leavesOrigin(r, res):
+		err = fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
+			r.Method, res.StatusCode, http.StatusText(res.StatusCode))
+	case dropsBody(r, res):
+		to, _ := r.URL.Parse(res.Header.Get("Location")) // it parses: it does not leave the origin
+		err = fmt.Errorf("the server redirected the %s with HTTP %d %s to %s, which would send it on as a GET without its body: not followed",
+			r.Method, res.StatusCode, http.StatusText(res.StatusCode), urlredact.URL(to))
+	default:
+		return res, nil
+	}
 	_ = res.Body.Close()
-	err = models.Permanent(fmt.Errorf("the server redirected the %s with HTTP %d %s to another origin (or to a URL that does not parse): not followed",
-		r.Method, res.StatusCode, http.StatusText(res.StatusCode)))
+	err = models.Permanent(err)
 	// The SDKs retry a request that failed without a response, whatever
 	// the error: the answer ends here, which stops them.
 	if b, ok := r.Context().Value(boundsKey{}).(*streaming.Bounds); ok {
@@ -194,12 +211,30 @@ func (s sameOriginRedirects) RoundTrip(r *http.Request) (*http.Response, error) 
 // http.Client would follow (a status it follows, with a Location) to
 // another origin than that of the first request of r's chain, its
 // Location read against r's URL (origin.Leaves).
+//
+// The first request is found back along the responses of the redirects
+// http.Client followed, through their Request, which http.Transport sets
+// but a RoundTripper need not (http.Client does not). Where it is nil,
+// the search stops at a later request of the chain: that one is on the
+// first's origin all the same, since sameOriginRedirects stands under
+// every request of the chain and refused each redirect that left it.
 func leavesOrigin(r *http.Request, res *http.Response) bool {
 	first := r
 	for first.Response != nil && first.Response.Request != nil { // back along the redirects http.Client followed
 		first = first.Response.Request
 	}
 	return origin.Leaves(res, r.URL, first.URL)
+}
+
+// dropsBody reports whether res, the answer to r, is a redirect
+// http.Client would follow with a GET without r's body: a 301, 302 or
+// 303, with a Location, of a request other than a GET or HEAD.
+func dropsBody(r *http.Request, res *http.Response) bool {
+	switch res.StatusCode {
+	case http.StatusMovedPermanently, http.StatusFound, http.StatusSeeOther:
+		return r.Method != http.MethodGet && r.Method != http.MethodHead && res.Header.Get("Location") != ""
+	}
+	return false
 }
 
 func (s sameOriginRedirects) Unwrap() http.RoundTripper { return s.next }
@@ -234,9 +269,9 @@ func transportOf(rt http.RoundTripper) *http.Transport {
 
 // HTTPClient is the client to send requests with: the Config's (or the
 // one Open made), copied with a redirect to another origin dropping the
-// credential headers (see dropCredentialsOnRedirect), and not followed
-// unless the Config's client has a CheckRedirect (see
-// sameOriginRedirects).
+// credential headers (see dropCredentialsOnRedirect), and not followed,
+// nor one on the origin that would drop the request's body, unless the
+// Config's client has a CheckRedirect (see sameOriginRedirects).
 func (e *Endpoint) HTTPClient() *http.Client { return e.client }
 
 // Close releases the idle connections of the client Open made (none when
@@ -251,8 +286,9 @@ func (e *Endpoint) Close() {
 // endpoint's timeouts) and the context to make its request with. Sent
 // through an SDK client with [BetweenRetries] as middleware, the request's
 // idle clock stands during the SDK's waits before a retry. A request
-// made with it that the endpoint's client refuses to follow to another
-// origin (see sameOriginRedirects) ends the answer, with that refusal as
+// made with it whose redirect the endpoint's client refuses to follow
+// (to another origin, or as a GET without its body: see
+// sameOriginRedirects) ends the answer, with that refusal as
 // its cause (Bounds.Fail gives it): the SDKs retry any request that
 // failed without a response, and would send the prompt again for
 // nothing.

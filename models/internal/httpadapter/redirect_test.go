@@ -6,7 +6,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/polyweave/polyweave-go/models/internal/httpadapter"
@@ -133,17 +135,7 @@ func TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest(t 
 		_, _ = w.Write([]byte("ok"))
 	}))
 	defer srv.Close()
-	client := srv.Client()
-	defer client.CloseIdleConnections()
-	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
-	defer e.Close()
-	b, ctx := e.Bound(context.Background())
-	defer b.Release()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/here", strings.NewReader("{}"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	res, err := e.HTTPClient().Do(req)
+	res, ctx, err := postWithoutRequest(t, srv, "/here")
 	if err != nil {
 		t.Fatalf("the redirect on the request's origin was not followed: %v", err)
 	}
@@ -157,6 +149,25 @@ func TestHTTPClient_SameOriginRedirectUnderATransportThatDoesNotSayTheRequest(t 
 	}
 }
 
+// postWithoutRequest POSTs to path on srv with the client of an endpoint
+// on srv's client under [withoutRequest], in the context of an answer's
+// bounds, which it returns with the result; t's cleanup releases them.
+func postWithoutRequest(t *testing.T, srv *httptest.Server, path string) (*http.Response, context.Context, error) {
+	t.Helper()
+	client := srv.Client()
+	t.Cleanup(client.CloseIdleConnections)
+	e := httpadapter.Open(httpadapter.Config{HTTPClient: &http.Client{Transport: withoutRequest{client.Transport}}})
+	t.Cleanup(e.Close)
+	b, ctx := e.Bound(context.Background())
+	t.Cleanup(b.Release)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+path, strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.HTTPClient().Do(req)
+	return res, ctx, err
+}
+
 // withoutRequest is a transport whose responses do not say their request.
 type withoutRequest struct{ next http.RoundTripper }
 
@@ -166,4 +177,79 @@ func (w withoutRequest) RoundTrip(r *http.Request) (*http.Response, error) {
 		res.Request = nil
 	}
 	return res, err
+}
+
+// TestHTTPClient_RedirectChainUnderATransportThatDoesNotSayTheRequest:
+// under a transport whose responses do not point back to their request,
+// the origin of a chain's first request cannot be found from a later
+// one; a redirect the endpoint's client followed stays on that origin,
+// though, so a later request's is the same, and the rules hold all along
+// the chain: after a 307 on the origin, a redirect to another origin is
+// refused, and so is a 302 or 303 on the origin, which would send the
+// POST on as a GET; neither reaches the place it points to, and both end
+// the answer.
+func TestHTTPClient_RedirectChainUnderATransportThatDoesNotSayTheRequest(t *testing.T) {
+	reachedOther := make(chan struct{}, 1)
+	other := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reachedOther <- struct{}{} }))
+	defer other.Close()
+	var mu sync.Mutex
+	var got []string
+	var then func(w http.ResponseWriter, r *http.Request)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got = append(got, r.Method+" "+r.URL.Path)
+		second := then
+		mu.Unlock()
+		switch r.URL.Path {
+		case "/first":
+			http.Redirect(w, r, "/second", http.StatusTemporaryRedirect)
+		case "/second":
+			second(w, r)
+		default:
+			_, _ = w.Write([]byte("not the model's answer"))
+		}
+	}))
+	defer srv.Close()
+	for _, c := range []struct {
+		name, says string
+		then       func(w http.ResponseWriter, r *http.Request)
+	}{
+		{"away", "to another origin", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, other.URL+"/v1", http.StatusTemporaryRedirect)
+		}},
+		{"302 here", "HTTP 302 Found to " + srv.URL + "/third, which would send it on as a GET", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/third", http.StatusFound)
+		}},
+		{"303 here", "HTTP 303 See Other to " + srv.URL + "/third, which would send it on as a GET", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "/third", http.StatusSeeOther)
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mu.Lock()
+			then, got = c.then, nil
+			mu.Unlock()
+			res, ctx, err := postWithoutRequest(t, srv, "/first")
+			if err == nil {
+				body, _ := io.ReadAll(res.Body)
+				_ = res.Body.Close()
+				t.Fatalf("the redirect was followed: HTTP %d with %q", res.StatusCode, body)
+			}
+			if !strings.Contains(err.Error(), c.says) {
+				t.Errorf("error %q; want it to say %q", err, c.says)
+			}
+			if cause := context.Cause(ctx); cause == nil || !strings.Contains(cause.Error(), c.says) {
+				t.Errorf("the answer's context ended with %v; want the refusal", cause)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if want := []string{"POST /first", "POST /second"}; !slices.Equal(got, want) {
+				t.Errorf("the server got %q; want %q", got, want)
+			}
+			select {
+			case <-reachedOther:
+				t.Error("the other origin was reached")
+			default:
+			}
+		})
+	}
 }

@@ -106,8 +106,20 @@ type faultyContext struct {
 }
 
 func (c faultyContext) Emit(f *messages.Frame) {
-	c.in.maybe(crashModel, fmt.Sprintf("the model adapter emitting %s (model frame %d)", f.GetType(), c.in.at.n))
+	c.crashAt(f)
 	c.Context.Emit(f)
+}
+
+// EmitPassed lets a Logic under -crash model learn, through
+// actors.EmitPassed, which of its frames the runtime let out, as it
+// would without the injector; the injected panic fires here as in Emit.
+func (c faultyContext) EmitPassed(f *messages.Frame) bool {
+	c.crashAt(f)
+	return actors.EmitPassed(c.Context, f)
+}
+
+func (c faultyContext) crashAt(f *messages.Frame) {
+	c.in.maybe(crashModel, fmt.Sprintf("the model adapter emitting %s (model frame %d)", f.GetType(), c.in.at.n))
 }
 
 // withRetryTurn returns script with one more turn for -crash tool: right

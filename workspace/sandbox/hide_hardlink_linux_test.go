@@ -57,17 +57,7 @@ func TestPreparedHiddenFileLinkedSinceIsStale(t *testing.T) {
 	writeFiles(t, dir, ".env")
 	cfg := resolvedConfig(t, dir, filepath.Join(dir, ".env"))
 	root, _ := openRootAndNull(t, dir)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	p, err := Prepare(cfg, root, outW, outW)
-	outW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
+	p, outR := preparedFor(t, cfg, root)
 	if err := os.Link(filepath.Join(dir, ".env"), filepath.Join(dir, "notes.txt")); err != nil {
 		t.Fatal(err)
 	}

@@ -135,19 +135,9 @@ func TestPreparedSandboxRefusesWhenHiddenPathChanged(t *testing.T) {
 			writeFiles(t, dir, "key.pem")
 			cfg := resolvedConfig(t, dir, filepath.Join(dir, "later.txt"), filepath.Join(dir, "*.pem"))
 			root, _ := openRootAndNull(t, dir)
-			outR, outW, err := os.Pipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer outR.Close()
-			p, err := Prepare(cfg, root, outW, outW)
-			outW.Close()
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer p.Release()
+			p, outR := preparedFor(t, cfg, root)
 			c.change(t, dir)
-			err = p.Run("/bin/sh", "cat later.txt new.pem key.pem; echo ran", nil)
+			err := p.Run("/bin/sh", "cat later.txt new.pem key.pem; echo ran", nil)
 			if err == nil {
 				_, _ = p.Finish()
 				b, _ := io.ReadAll(outR)

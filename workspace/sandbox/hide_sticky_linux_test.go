@@ -95,17 +95,7 @@ func TestPreparedSandboxLooksForLinkTargetsFoundSince(t *testing.T) {
 		t.Fatalf("the link: %q", out)
 	}
 	root, _ := openRootAndNull(t, dir)
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer outR.Close()
-	p, err := Prepare(cfg, root, outW, outW)
-	outW.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Release()
+	p, outR := preparedFor(t, cfg, root)
 	if err := os.WriteFile(filepath.Join(dir, ".env"), []byte("SECRET-ENV"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +103,7 @@ func TestPreparedSandboxLooksForLinkTargetsFoundSince(t *testing.T) {
 	if !strings.Contains(out, "removed") {
 		t.Fatalf("the link was not removed: %q", out)
 	}
-	err = p.Run("/bin/sh", "cat notes.txt", nil)
+	err := p.Run("/bin/sh", "cat notes.txt", nil)
 	if err == nil {
 		_, _ = p.Finish()
 		b, _ := io.ReadAll(outR)

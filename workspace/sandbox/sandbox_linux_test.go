@@ -194,6 +194,24 @@ func TestOutlivesStartingThread(t *testing.T) {
 
 // openRootAndNull opens dir as a sandbox's root, and /dev/null for its
 // output; both are closed at the end of the test.
+// preparedFor prepares cfg's sandbox of root with a pipe for its output,
+// and returns it with the pipe's read end; both go when the test ends.
+func preparedFor(t *testing.T, cfg Config, root *os.File) (*Process, *os.File) {
+	t.Helper()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { outR.Close() })
+	p, err := Prepare(cfg, root, outW, outW)
+	outW.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(p.Release)
+	return p, outR
+}
+
 func openRootAndNull(t *testing.T, dir string) (root, null *os.File) {
 	t.Helper()
 	root, err := os.Open(dir)
